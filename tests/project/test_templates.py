@@ -1,0 +1,105 @@
+from pathlib import Path
+
+import pytest
+
+from workbench.project import (
+    PROJECT_FILE,
+    ProjectError,
+    create_from_template,
+    list_templates,
+    load_project,
+    resources_dir,
+)
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_resources_are_found_in_the_source_checkout():
+    assert (resources_dir() / "templates" / "digits" / "template.toml").is_file()
+
+
+def test_templates_are_listed_with_title_and_description():
+    templates = {t.name: t for t in list_templates()}
+    assert {"digits", "empty"} <= set(templates)
+    assert "digits" in templates["digits"].title.lower()
+    assert templates["digits"].description
+
+
+def test_creating_a_project_copies_the_template_and_writes_the_name(tmp_path):
+    dest = tmp_path / "my digits"
+
+    project = create_from_template("digits", dest, name='Dan\'s "digits"')
+
+    assert project.root == dest.resolve()
+    assert project.name == 'Dan\'s "digits"'
+    assert project.main_file == dest.resolve() / "train.py"
+    assert project.settings["training"]["hparams"] == "hparams/digits.hparams"
+    for name in ("train.py", "model.py", "data.py", "README.md", ".gitignore",
+                 "hparams/digits.hparams"):
+        assert (dest / name).is_file(), name
+    assert not (dest / "template.toml").exists()
+    # The template's comments survive the name being written.
+    assert "# The file a new window opens first." in (dest / PROJECT_FILE).read_text()
+
+
+def test_project_name_defaults_to_the_folder_name(tmp_path):
+    assert create_from_template("empty", tmp_path / "scratch").name == "scratch"
+
+
+def test_an_empty_existing_folder_can_become_a_project(tmp_path):
+    dest = tmp_path / "ready"
+    dest.mkdir()
+    project = create_from_template("empty", dest)
+    assert (dest / "main.py").is_file()
+    assert project.main_file == dest.resolve() / "main.py"
+
+
+def test_creating_into_a_non_empty_folder_refuses_and_changes_nothing(tmp_path):
+    dest = tmp_path / "busy"
+    dest.mkdir()
+    (dest / "train.py").write_text("mine\n")
+    before = snapshot(tmp_path)
+
+    with pytest.raises(ProjectError, match="not empty"):
+        create_from_template("digits", dest)
+
+    assert snapshot(tmp_path) == before
+    assert [p.name for p in tmp_path.iterdir()] == ["busy"]  # no temporary sibling left
+
+
+def test_unknown_template_message_lists_the_known_ones(tmp_path):
+    with pytest.raises(ProjectError) as caught:
+        create_from_template("mnist-gan", tmp_path / "x")
+    message = str(caught.value)
+    assert "mnist-gan" in message
+    assert "digits" in message and "empty" in message
+    assert not (tmp_path / "x").exists()
+
+
+def test_missing_parent_folder_is_a_clear_error(tmp_path):
+    with pytest.raises(ProjectError, match="does not exist"):
+        create_from_template("empty", tmp_path / "no" / "such" / "place")
+
+
+def test_a_failure_half_way_leaves_no_half_made_project(tmp_path, monkeypatch):
+    import workbench.project.templates as templates
+
+    def fail(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(templates, "_write_project_name", fail)
+    dest = tmp_path / "proj"
+    with pytest.raises(ProjectError, match="No space left"):
+        create_from_template("digits", dest)
+
+    assert not dest.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_created_project_loads_again_the_same(tmp_path):
+    created = create_from_template("digits", tmp_path / "d", name="Digits")
+    again = load_project(tmp_path / "d")
+    assert (again.name, again.main_file, again.settings) == \
+        (created.name, created.main_file, created.settings)

@@ -1,0 +1,1 @@
+"""Process entry points: the hub, project windows, and how each is started."""

@@ -1,0 +1,333 @@
+"""The hub process: the welcome window, the registry of windows, and the IPC server.
+
+It holds no project state, so losing it costs nothing: windows keep working and register again
+with the next hub. Run as ``python -m workbench.app.hub``; ``workbench`` starts it detached.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QTimer
+from PySide6.QtWidgets import QApplication
+
+from workbench import __version__
+from workbench.app import launcher
+from workbench.app.paint_marker import mark_first_paint
+from workbench.app.registry import WindowEntry, WindowRegistry, process_is_alive
+from workbench.ipc import messages
+from workbench.ipc.connection import DeferredAnswer, RpcConnection
+from workbench.ipc.endpoint import hub_lock, socket_path
+from workbench.ipc.errors import IpcError, RpcError
+from workbench.ipc.server import RpcServer
+from workbench.project import ProjectError, RecentProjects, load_project, user_config_dir
+
+log = logging.getLogger("workbench.hub")
+
+# A spare window process is started this long after the hub has painted, so it does not compete
+# with the first window for the two cores it may have.
+SPARE_DELAY_MS = 800
+# How long a window that lost its link may take to be seen dead before it is called unreachable.
+CRASH_CHECK_MS = (50, 200, 500, 1000, 2000)
+
+
+class Hub(QObject):
+    """Answers the hub.* messages and keeps the registry true."""
+
+    def __init__(self, show_welcome: bool = True, keep_spare: bool = True):
+        super().__init__()
+        self.registry = WindowRegistry()
+        self.recent = RecentProjects(user_config_dir())
+        self._children: dict[str, subprocess.Popen] = {}
+        self._links: dict[str, RpcConnection] = {}
+        self._closing: set[str] = set()
+        self._keep_spare = keep_spare and os.environ.get("WORKBENCH_NO_SPARE") != "1"
+        self._welcome = None
+        self.server = RpcServer(self, self)
+        self.server.sig_connection_closed.connect(self._on_link_closed)
+        self._reaper = QTimer(self)
+        self._reaper.timeout.connect(self._reap_children)
+        self._reaper.start(1000)
+        if show_welcome:
+            self.show_welcome()
+        if self._keep_spare:
+            QTimer.singleShot(SPARE_DELAY_MS, self._ensure_spare)
+
+    def start(self) -> None:
+        self.server.listen(socket_path())
+        log.info("Hub %s listening on %s", os.getpid(), socket_path())
+
+    # --- welcome window -------------------------------------------------------------------
+
+    def show_welcome(self) -> None:
+        if self._welcome is None:
+            from workbench.ui.welcome_window import WelcomeWindow  # built on first need only
+
+            self._welcome = WelcomeWindow(self.recent)
+            self._welcome.sig_open_project.connect(lambda path: self._open_from_welcome(path))
+            self._welcome.sig_reopen_window.connect(self.reopen_window)
+            self._welcome.sig_closed.connect(self._quit_if_idle)
+            mark_first_paint(self._welcome, "welcome")
+            self._refresh_welcome()
+        self._welcome.show()
+        self._welcome.raise_()
+        self._welcome.activateWindow()
+
+    def _refresh_welcome(self) -> None:
+        if self._welcome is not None:
+            self._welcome.set_windows([e.to_json() for e in self.registry.entries()])
+
+    def _open_from_welcome(self, path: str) -> None:
+        try:
+            self.open_project(path)
+        except RpcError as exc:
+            if self._welcome is not None:
+                self._welcome.show_error(exc.message)
+
+    def _quit_if_idle(self) -> None:
+        if not self.registry.has_user_windows():
+            self.shutdown()
+
+    def shutdown(self) -> None:
+        for window_id, entry in list((e.window_id, e) for e in self.registry.entries(include_spares=True)):
+            if entry.kind == messages.KIND_SPARE:
+                link = self._links.get(window_id)
+                if link:
+                    link.request(messages.WINDOW_QUIT, {"force": True})
+        self.server.close()
+        QTimer.singleShot(100, QApplication.instance().quit)
+
+    # --- opening windows --------------------------------------------------------------------
+
+    def open_project(self, path: str, file: str | None = None, line: int | None = None) -> dict:
+        try:
+            project = load_project(Path(path).expanduser())
+        except ProjectError as exc:
+            raise RpcError(RpcError.APPLICATION_ERROR, str(exc)) from None
+        root = str(project.root)
+        self.recent.add(project.root, project.name)
+        live = self.registry.live_for_project(root)
+        if live is not None:
+            link = self._links.get(live.window_id)
+            if link is not None:
+                link.request(messages.WINDOW_FOCUS)
+                if file:
+                    link.request(messages.WINDOW_OPEN_FILE, {"path": file, "line": line})
+            return {"window_id": live.window_id, "pid": live.pid, "already_open": True}
+        for crashed in self.registry.crashed_for_project(root):
+            self.registry.remove(crashed.window_id)
+        spare = self.registry.spare()
+        if spare is not None and spare.window_id in self._links:
+            spare.kind, spare.project, spare.state = messages.KIND_PROJECT, root, messages.STATE_STARTING
+            self._links[spare.window_id].request(
+                messages.WINDOW_OPEN_PROJECT, {"path": root, "file": file, "line": line},
+                on_error=lambda error, wid=spare.window_id: log.warning("Spare %s failed: %s", wid, error.message),
+            )
+            entry = spare
+            QTimer.singleShot(SPARE_DELAY_MS, self._ensure_spare)
+        else:
+            window_id = launcher.new_window_id()
+            process = launcher.spawn_window(window_id, project.root, Path(file) if file else None, line)
+            self._children[window_id] = process
+            entry = self.registry.add(WindowEntry(window_id, process.pid, messages.KIND_PROJECT, root))
+        self._windows_changed()
+        return {"window_id": entry.window_id, "pid": entry.pid, "already_open": False}
+
+    def reopen_window(self, window_id: str) -> dict:
+        entry = self.registry.get(window_id)
+        if entry is None or entry.project is None:
+            raise RpcError(RpcError.INVALID_PARAMS, f"There is no window {window_id!r} to reopen.")
+        if entry.state != messages.STATE_CRASHED:
+            raise RpcError(RpcError.INVALID_PARAMS, f"Window {window_id} is still running.")
+        return self.open_project(entry.project)
+
+    def _ensure_spare(self) -> None:
+        if not self._keep_spare:
+            return
+        if any(e.kind == messages.KIND_SPARE for e in self.registry.entries(include_spares=True)):
+            return
+        window_id = launcher.new_window_id()
+        process = launcher.spawn_window(window_id)
+        self._children[window_id] = process
+        self.registry.add(WindowEntry(window_id, process.pid, messages.KIND_SPARE, None))
+
+    # --- requests ----------------------------------------------------------------------------
+
+    def on_hub_hello(self, params: dict, link: RpcConnection) -> dict:
+        return {"app": messages.APP_NAME, "protocol": messages.PROTOCOL_VERSION,
+                "version": __version__, "pid": os.getpid()}
+
+    def on_hub_ping(self, params: dict, link: RpcConnection) -> dict:
+        return {}
+
+    def on_hub_open_project(self, params: dict, link: RpcConnection) -> dict:
+        path = params.get("path")
+        if not isinstance(path, str) or not path:
+            raise RpcError(RpcError.INVALID_PARAMS, "hub.open_project needs a 'path' string.")
+        return self.open_project(path, params.get("file"), params.get("line"))
+
+    def on_hub_show_welcome(self, params: dict, link: RpcConnection) -> dict:
+        self.show_welcome()
+        return {}
+
+    def on_hub_list_windows(self, params: dict, link: RpcConnection) -> dict:
+        entries = self.registry.entries(include_spares=bool(params.get("all")))
+        return {"windows": [e.to_json() for e in entries]}
+
+    def on_hub_reopen_window(self, params: dict, link: RpcConnection) -> dict:
+        return self.reopen_window(str(params.get("window_id", "")))
+
+    def on_hub_window_command(self, params: dict, link: RpcConnection) -> DeferredAnswer:
+        window_id = str(params.get("window_id", ""))
+        target = self._links.get(window_id)
+        if target is None:
+            raise RpcError(RpcError.INVALID_PARAMS, f"Window {window_id!r} is not connected.")
+        answer = DeferredAnswer()
+        target.request(
+            messages.WINDOW_RUN_COMMAND,
+            {"command": params.get("command"), "args": params.get("args") or {}},
+            on_result=answer.resolve,
+            on_error=answer.reject,
+            timeout_ms=int(params.get("timeout_ms", 10_000)),
+        )
+        return answer
+
+    def on_window_register(self, params: dict, link: RpcConnection) -> dict:
+        try:
+            window_id, pid = str(params["window_id"]), int(params["pid"])
+        except (KeyError, TypeError, ValueError):
+            raise RpcError(RpcError.INVALID_PARAMS, "window.register needs window_id and pid.") from None
+        kind = params.get("kind", messages.KIND_PROJECT)
+        project = params.get("project")
+        entry = self.registry.get(window_id)
+        if entry is None:
+            entry = self.registry.add(WindowEntry(window_id, pid, kind, project))
+        entry.pid, entry.kind, entry.project = pid, kind, project
+        entry.state = params.get("state", messages.STATE_READY)
+        entry.title = params.get("title", entry.title)
+        link.peer = {"window_id": window_id}
+        self._links[window_id] = link
+        self._windows_changed()
+        return {"hub_pid": os.getpid()}
+
+    def on_window_state_changed(self, params: dict, link: RpcConnection) -> None:
+        entry = self.registry.get(str(params.get("window_id", "")))
+        if entry is not None:
+            entry.state = params.get("state", entry.state)
+            entry.title = params.get("title", entry.title)
+            if "project" in params:
+                entry.project = params["project"]
+                entry.kind = params.get("kind", entry.kind)
+            self._windows_changed()
+
+    def on_window_closing(self, params: dict, link: RpcConnection) -> None:
+        self._closing.add(str(params.get("window_id", "")))
+
+    def on_broadcast(self, params: dict, link: RpcConnection) -> None:
+        sender = link.peer.get("window_id")
+        event = {"event": params.get("event"), "data": params.get("data"), "sender": sender}
+        for window_id, other in list(self._links.items()):
+            if window_id != sender and other.is_open:
+                other.notify(messages.EVENT, event)
+
+    # --- windows going away -------------------------------------------------------------------
+
+    def _on_link_closed(self, link: RpcConnection) -> None:
+        window_id = link.peer.get("window_id")
+        if window_id is None or self._links.get(window_id) is not link:
+            return
+        del self._links[window_id]
+        if window_id in self._closing:
+            self._closing.discard(window_id)
+            self._forget(window_id)
+            return
+        self._check_exit(window_id, 0)
+
+    def _check_exit(self, window_id: str, attempt: int) -> None:
+        entry = self.registry.get(window_id)
+        if entry is None or window_id in self._links:
+            return
+        process = self._children.get(window_id)
+        dead = process.poll() is not None if process else not process_is_alive(entry.pid)
+        if dead:
+            self._children.pop(window_id, None)
+            if entry.kind == messages.KIND_SPARE:
+                self.registry.remove(window_id)
+                QTimer.singleShot(SPARE_DELAY_MS, self._ensure_spare)
+                return
+            entry.state = messages.STATE_CRASHED
+            log.warning("Window %s (pid %s, %s) ended without closing", window_id, entry.pid, entry.project)
+            self._windows_changed()
+            self.show_welcome()
+            if self._welcome is not None:
+                self._welcome.offer_reopen(entry.to_json())
+        elif attempt + 1 < len(CRASH_CHECK_MS):
+            QTimer.singleShot(CRASH_CHECK_MS[attempt + 1], lambda: self._check_exit(window_id, attempt + 1))
+        else:
+            entry.state = messages.STATE_UNREACHABLE
+            self._windows_changed()
+
+    def _forget(self, window_id: str) -> None:
+        entry = self.registry.remove(window_id)
+        process = self._children.pop(window_id, None)
+        if process is not None:
+            QTimer.singleShot(2000, process.poll)
+        self._windows_changed()
+        if entry is not None and entry.kind != messages.KIND_SPARE and not self.registry.has_user_windows():
+            if self._welcome is None or not self._welcome.isVisible():
+                self.show_welcome()
+
+    def _reap_children(self) -> None:
+        for window_id, process in list(self._children.items()):
+            if process.poll() is not None and window_id not in self._links:
+                entry = self.registry.get(window_id)
+                if entry is None:
+                    del self._children[window_id]
+                elif entry.state == messages.STATE_STARTING:
+                    # Died before it ever registered: a start-up failure.
+                    self._check_exit(window_id, len(CRASH_CHECK_MS))
+
+    def _windows_changed(self) -> None:
+        self._refresh_welcome()
+        for link in list(self._links.values()):
+            if link.is_open:
+                link.notify(messages.EVENT, {"event": messages.EVENT_WINDOWS_CHANGED, "data": {}, "sender": None})
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="workbench-hub")
+    parser.add_argument("--no-welcome", action="store_true", help="start without the welcome window")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+
+    try:
+        lock = hub_lock()
+        if not lock.try_acquire():
+            # Another hub won the race; whoever started us talks to that one.
+            log.info("A hub is already running (pid %s); exiting", lock.holder_pid())
+            return 0
+    except IpcError as exc:
+        print(f"workbench: {exc}", file=sys.stderr)
+        return 1
+
+    app = QApplication(sys.argv[:1])
+    app.setApplicationName("Workbench")
+    app.setQuitOnLastWindowClosed(False)
+    hub = Hub(show_welcome=not args.no_welcome)
+    try:
+        hub.start()
+    except IpcError as exc:
+        print(f"workbench: {exc}", file=sys.stderr)
+        return 1
+    code = app.exec()
+    lock.release()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

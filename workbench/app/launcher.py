@@ -1,0 +1,65 @@
+"""Starting Workbench processes: the hub and window processes, each detached in its own session.
+
+Detached (a new session, stdin closed, output to a log) so that killing one process, or its
+terminal, never takes another with it.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+from workbench.ipc.endpoint import hub_log_path, runtime_dir
+
+
+def new_window_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+def _spawn(module: str, args: list[str], log_name: str) -> subprocess.Popen:
+    log_path = runtime_dir() / "logs" / log_name
+    log_path.parent.mkdir(mode=0o700, exist_ok=True)
+    with open(log_path, "ab") as log_file:
+        return subprocess.Popen(
+            [sys.executable, "-m", module, *args],
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+            env=os.environ.copy(),
+        )
+
+
+def spawn_hub(show_welcome: bool = True) -> subprocess.Popen:
+    args = [] if show_welcome else ["--no-welcome"]
+    log_path = hub_log_path()
+    with open(log_path, "ab") as log_file:
+        return subprocess.Popen(
+            [sys.executable, "-m", "workbench.app.hub", *args],
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+        )
+
+
+def spawn_window(
+    window_id: str,
+    project: Path | None = None,
+    file: Path | None = None,
+    line: int | None = None,
+) -> subprocess.Popen:
+    """Start a window process: for ``project``, or a spare (no project) waiting for one."""
+    args = ["--window-id", window_id]
+    if project is not None:
+        args += ["--project", str(project)]
+    if file is not None:
+        args += ["--file", str(file)]
+    if line is not None:
+        args += ["--line", str(line)]
+    return _spawn("workbench.app.window_process", args, f"window-{window_id}.log")

@@ -1,0 +1,40 @@
+"""Renders a window offscreen into a PNG: for docs, tests and machines without a display."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from workbench.project import ProjectError, RecentProjects, load_project, user_config_dir
+
+SETTLE_SECONDS = 1.0
+
+
+def render_window(output: Path, project_root: Path | None, file: Path | None, size: tuple[int, int]) -> None:
+    """Show the welcome window (no project) or the project's window offscreen and save it."""
+    os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance() or QApplication(["workbench"])
+    if project_root is None:
+        from workbench.ui.welcome_window import WelcomeWindow
+
+        window = WelcomeWindow(RecentProjects(user_config_dir()))
+    else:
+        from workbench.ui.project_window import ProjectWindow
+
+        window = ProjectWindow(load_project(project_root))
+        if file is not None:
+            window.open_file(file)
+    window.resize(*size)
+    window.show()
+    # Folders load in the background: let them arrive before taking the picture.
+    deadline = time.monotonic() + SETTLE_SECONDS
+    while time.monotonic() < deadline:
+        app.processEvents()
+        time.sleep(0.02)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    if not window.grab().save(str(output)):
+        raise ProjectError(f"Could not write {output}: check that its folder is writable and it ends in .png.")
+    window.hide()

@@ -1,0 +1,258 @@
+"""A window process: one project window (or a spare waiting to become one) and its hub link.
+
+Run as ``python -m workbench.app.window_process --window-id ID [--project PATH]``. Without a
+project it is a *spare*: it has already paid for Python, Qt and the window modules, so when the
+hub hands it a project the window appears at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QObject, QTimer
+from PySide6.QtNetwork import QLocalSocket
+from PySide6.QtWidgets import QApplication
+
+from workbench.app.paint_marker import mark_first_paint
+from workbench.ipc import messages
+from workbench.ipc.client import HubClient
+from workbench.ipc.connection import RpcConnection
+from workbench.ipc.endpoint import ExclusiveLock, project_lock, socket_path
+from workbench.ipc.errors import IpcError, RpcError
+from workbench.project import Project, ProjectError, load_project, project_key
+from workbench.ui.commands import CommandError
+from workbench.ui.project_window import ProjectWindow
+
+log = logging.getLogger("workbench.window")
+
+# Modules that must never load while a window starts (each costs 0.1 to 1 s, see docs/startup.md).
+HEAVY_MODULES = ("torch", "onnx", "onnxruntime", "git", "paramiko", "jupyter_client", "qtconsole", "ipykernel")
+
+RECONNECT_DELAYS_MS = (100, 200, 400, 800, 1000)
+
+
+class ProjectAlreadyOpen(Exception):
+    pass
+
+
+class WindowHost(QObject):
+    """Keeps this process registered with whichever hub is running and answers its requests."""
+
+    def __init__(self, window_id: str):
+        super().__init__()
+        self.window_id = window_id
+        self.window: ProjectWindow | None = None
+        self._project_lock: ExclusiveLock | None = None
+        self._link: RpcConnection | None = None
+        self._socket: QLocalSocket | None = None
+        self._attempt = 0
+        self._retry = QTimer(self)
+        self._retry.setSingleShot(True)
+        self._retry.timeout.connect(self.connect_to_hub)
+        self._closing = False
+
+    # --- the project --------------------------------------------------------------------------
+
+    @property
+    def kind(self) -> str:
+        return messages.KIND_PROJECT if self.window is not None else messages.KIND_SPARE
+
+    def open_project(self, path: Path, file: Path | None = None, line: int | None = None) -> None:
+        project = load_project(path)
+        lock = project_lock(project_key(project.root))
+        if not lock.try_acquire():
+            raise ProjectAlreadyOpen(str(project.root))
+        self._project_lock = lock
+        self.window = ProjectWindow(project)
+        self.window.sig_closed.connect(self._on_window_closed)
+        self.window.sig_broadcast.connect(self.broadcast)
+        if file is not None:
+            self.window.open_file(file, line)
+        mark_first_paint(self.window, "project")
+        self.window.show()
+        self.window.raise_()
+        self.window.activateWindow()
+
+    def broadcast(self, event: str, data: object) -> None:
+        if self._link is not None and self._link.is_open:
+            self._link.notify(messages.BROADCAST, {"event": event, "data": data})
+
+    def _on_window_closed(self) -> None:
+        self._closing = True
+        if self._link is not None and self._link.is_open:
+            self._link.notify(messages.WINDOW_CLOSING, {"window_id": self.window_id})
+            self._link.socket.flush()
+        if self._project_lock is not None:
+            self._project_lock.release()
+        QTimer.singleShot(0, QApplication.instance().quit)
+
+    # --- the hub link -------------------------------------------------------------------------
+
+    def connect_to_hub(self) -> None:
+        if self._closing:
+            return
+        socket = QLocalSocket()
+        socket.connected.connect(lambda: self._on_connected(socket))
+        socket.errorOccurred.connect(lambda _error: self._on_connect_failed(socket))
+        self._socket = socket
+        socket.connectToServer(str(socket_path()))
+
+    def _on_connect_failed(self, socket: QLocalSocket) -> None:
+        if self._link is not None and self._link.socket is socket:
+            return  # errors of a live link are handled by its disconnect
+        socket.deleteLater()
+        delay = RECONNECT_DELAYS_MS[min(self._attempt, len(RECONNECT_DELAYS_MS) - 1)]
+        self._attempt += 1
+        self._retry.start(delay)
+
+    def _on_connected(self, socket: QLocalSocket) -> None:
+        self._attempt = 0
+        link = RpcConnection(socket, self, self)
+        link.sig_disconnected.connect(lambda: self._on_link_lost(link))
+        self._link = link
+        link.request(messages.WINDOW_REGISTER, self._registration(),
+                     on_error=lambda error: log.warning("Hub refused registration: %s", error.message))
+
+    def _on_link_lost(self, link: RpcConnection) -> None:
+        if self._link is link:
+            self._link = None
+        link.deleteLater()
+        if not self._closing:
+            log.info("Lost the hub; will register with the next one")
+            self._retry.start(RECONNECT_DELAYS_MS[0])
+
+    def _registration(self) -> dict:
+        project = self.window.project if self.window else None
+        return {
+            "window_id": self.window_id,
+            "pid": os.getpid(),
+            "kind": self.kind,
+            "project": str(project.root) if project else None,
+            "state": messages.STATE_READY,
+            "title": project.name if project else "",
+        }
+
+    # --- requests from the hub ----------------------------------------------------------------
+
+    def on_window_focus(self, params: dict, link: RpcConnection) -> dict:
+        if self.window is not None:
+            if self.window.isMinimized():
+                self.window.showNormal()
+            self.window.raise_()
+            self.window.activateWindow()
+        return {}
+
+    def on_window_open_project(self, params: dict, link: RpcConnection) -> dict:
+        if self.window is not None:
+            raise RpcError(RpcError.INVALID_REQUEST, "This window already has a project.")
+        file = params.get("file")
+        try:
+            self.open_project(Path(params["path"]), Path(file) if file else None, params.get("line"))
+        except (ProjectError, ProjectAlreadyOpen) as exc:
+            QTimer.singleShot(0, QApplication.instance().quit)
+            raise RpcError(RpcError.APPLICATION_ERROR, f"Cannot open the project: {exc}") from None
+        link.notify(messages.WINDOW_STATE_CHANGED, {"window_id": self.window_id, **self._registration()})
+        return {}
+
+    def on_window_open_file(self, params: dict, link: RpcConnection) -> dict:
+        if self.window is None:
+            raise RpcError(RpcError.INVALID_REQUEST, "This window has no project yet.")
+        self.window.open_file(Path(params["path"]), params.get("line"))
+        return {}
+
+    def on_window_run_command(self, params: dict, link: RpcConnection) -> dict:
+        if self.window is None:
+            raise RpcError(RpcError.INVALID_REQUEST, "This window has no project yet.")
+        try:
+            result = self.window.commands.execute(str(params.get("command")), **(params.get("args") or {}))
+        except CommandError as exc:
+            raise RpcError(RpcError.APPLICATION_ERROR, str(exc)) from None
+        return {"result": _jsonable(result)}
+
+    def on_window_describe(self, params: dict, link: RpcConnection) -> dict:
+        description: dict[str, Any] = {
+            "window_id": self.window_id,
+            "pid": os.getpid(),
+            "kind": self.kind,
+            "heavy_modules_loaded": sorted(m for m in HEAVY_MODULES if m in sys.modules),
+        }
+        if self.window is not None:
+            description.update(self.window.describe())
+        return description
+
+    def on_window_quit(self, params: dict, link: RpcConnection) -> dict:
+        if self.window is None or params.get("force"):
+            if self.window is not None:
+                self.window.discard_changes_on_close = True
+            QTimer.singleShot(0, self._quit_now)
+        else:
+            QTimer.singleShot(0, self.window.close)
+        return {}
+
+    def _quit_now(self) -> None:
+        if self.window is not None:
+            self.window.close()
+        else:
+            self._closing = True
+            QApplication.instance().quit()
+
+    def on_event(self, params: dict, link: RpcConnection) -> None:
+        if self.window is not None:
+            self.window.handle_event(str(params.get("event")), params.get("data"))
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, Path):
+        return str(value)
+    return repr(value)
+
+
+def _forward_to_running_window(project_root: str) -> None:
+    """The project is open in another process: ask the hub to bring that window forward."""
+    try:
+        with HubClient.connect(timeout=2.0) as hub:
+            hub.call(messages.HUB_OPEN_PROJECT, {"path": project_root}, timeout=5.0)
+    except (IpcError, RpcError) as exc:
+        log.info("Project already open; could not ask the hub to focus it: %s", exc)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="workbench-window")
+    parser.add_argument("--window-id", required=True)
+    parser.add_argument("--project", type=Path)
+    parser.add_argument("--file", type=Path)
+    parser.add_argument("--line", type=int)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+
+    app = QApplication(sys.argv[:1])
+    app.setApplicationName("Workbench")
+    host = WindowHost(args.window_id)
+    if args.project is not None:
+        try:
+            host.open_project(args.project, args.file, args.line)
+        except ProjectAlreadyOpen as exc:
+            _forward_to_running_window(str(exc))
+            return 0
+        except ProjectError as exc:
+            # The CLI and the hub check the project before starting a window, so this is rare;
+            # a dialog here could wait forever on a machine without a display.
+            print(f"workbench: {exc}", file=sys.stderr)
+            return 2
+    host.connect_to_hub()
+    return app.exec()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

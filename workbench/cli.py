@@ -1,0 +1,244 @@
+"""The ``workbench`` command.
+
+Subcommands of later capabilities (``git``, ``train``, ``model``, ``device`` …) are listed in
+CAPABILITY_GROUPS and imported only when called, so ``workbench open`` stays a few-millisecond
+forwarder that loads neither Qt nor any capability.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from workbench import __version__
+from workbench.ipc import messages
+from workbench.ipc.client import HubClient
+from workbench.ipc.errors import IpcError, RpcError
+from workbench.project import ProjectError, load_project
+
+# name -> "module:attribute" of a click group; a capability adds its line here.
+CAPABILITY_GROUPS: dict[str, str] = {}
+
+HUB_START_TIMEOUT_S = 15.0
+
+
+class CliError(click.ClickException):
+    """Printed as one line ``workbench: message`` with exit status 1."""
+
+    def show(self, file=None) -> None:
+        click.echo(f"workbench: {self.format_message()}", err=True)
+
+
+class LazyGroup(click.Group):
+    """A group whose capability subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *CAPABILITY_GROUPS])
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name in CAPABILITY_GROUPS:
+            module_name, _, attribute = CAPABILITY_GROUPS[name].partition(":")
+            return getattr(importlib.import_module(module_name), attribute)
+        return super().get_command(ctx, name)
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (IpcError, ProjectError) as exc:
+            raise CliError(str(exc)) from None
+        except RpcError as exc:
+            raise CliError(exc.message) from None
+
+
+def _emit(data: object, as_json: bool, text: str) -> None:
+    click.echo(json.dumps(data, indent=2) if as_json else text)
+
+
+def _has_display() -> bool:
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+                or os.environ.get("QT_QPA_PLATFORM"))
+
+
+def _require_display() -> None:
+    if not _has_display():
+        raise CliError(
+            "there is no display here (DISPLAY is not set). Run the app under a virtual one with "
+            "`xvfb-run -a workbench`, or render a window to a file with `workbench screenshot -o welcome.png`."
+        )
+
+
+def _connect_hub() -> HubClient | None:
+    try:
+        return HubClient.connect(timeout=3.0)
+    except IpcError as exc:
+        if getattr(exc, "no_hub", False):
+            return None
+        raise
+
+
+def _wait_for_hub(process) -> HubClient:
+    from workbench.ipc.endpoint import hub_log_path
+
+    deadline = time.monotonic() + HUB_START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        hub = _connect_hub()
+        if hub is not None:
+            return hub
+        if process.poll() not in (None, 0):
+            break
+        time.sleep(0.03)
+    raise CliError(f"the hub did not start; see {hub_log_path()}")
+
+
+def _start_or_connect_hub(show_welcome: bool) -> tuple[HubClient, bool]:
+    from workbench.app.launcher import spawn_hub
+
+    hub = _connect_hub()
+    if hub is not None:
+        return hub, False
+    # If another call starts a hub at the same moment, the hub lock lets one of them win and
+    # the other process exits; both callers then reach the winner here.
+    return _wait_for_hub(spawn_hub(show_welcome=show_welcome)), True
+
+
+@click.group(cls=LazyGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", prog_name="workbench", message="%(prog)s %(version)s")
+@click.option("--foreground", is_flag=True, help="Run the hub in this process instead of detaching it.")
+@click.pass_context
+def cli(ctx: click.Context, foreground: bool) -> None:
+    """Workbench: write, train, convert and verify neural networks for devices.
+
+    With no command, starts the hub and shows the welcome window (or brings it forward).
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    _require_display()
+    if foreground:
+        from workbench.app.hub import main as hub_main
+
+        sys.exit(hub_main([]))
+    hub, started = _start_or_connect_hub(show_welcome=True)
+    with hub:
+        if not started:
+            hub.call(messages.HUB_SHOW_WELCOME)
+
+
+def _project_root_for(path: Path) -> tuple[Path, Path | None]:
+    """The project folder to open for ``path``, and the file to show if ``path`` is a file."""
+    if not path.exists():
+        raise CliError(f"{path} does not exist. Check the path, or create a project with `workbench new`.")
+    if path.is_dir():
+        return path, None
+    for folder in path.parents:
+        if (folder / "workbench.toml").is_file():
+            return folder, path
+    return path.parent, path
+
+
+@cli.command("open")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--line", type=int, help="Line to show when PATH is a file.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def open_command(path: Path, line: int | None, as_json: bool) -> None:
+    """Open the project at PATH (a folder, or a file inside a project) in its own window.
+
+    Forwards to the running hub and returns at once; starts a hub if none runs.
+    """
+    root, file = _project_root_for(path.expanduser().resolve())
+    project = load_project(root)
+    params = {"path": str(project.root), "file": str(file) if file else None, "line": line}
+    hub = _connect_hub()
+    if hub is None:
+        _require_display()
+        from workbench.app import launcher
+
+        # No hub: start the window straight away beside a new hub rather than after it; the
+        # window registers with the hub as soon as the hub listens.
+        window_id = launcher.new_window_id()
+        process = launcher.spawn_window(window_id, project.root, file, line)
+        launcher.spawn_hub(show_welcome=False)
+        result = {"window_id": window_id, "pid": process.pid, "already_open": False}
+    else:
+        with hub:
+            result = hub.call(messages.HUB_OPEN_PROJECT, params)
+    verb = "Focused" if result.get("already_open") else "Opened"
+    _emit(result, as_json, f"{verb} {project.root} (pid {result['pid']})")
+
+
+@cli.command("new")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--template", "-t", default="digits", show_default=True, help="Template to start from.")
+@click.option("--name", help="Project name (default: the folder name).")
+@click.option("--open", "open_after", is_flag=True, help="Open the new project in a window.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@click.pass_context
+def new_command(ctx: click.Context, path: Path, template: str, name: str | None, open_after: bool,
+                as_json: bool) -> None:
+    """Create a project at PATH from a template (see `workbench templates`)."""
+    from workbench.project import create_from_template
+
+    project = create_from_template(template, path.expanduser().absolute(), name)
+    _emit({"path": str(project.root), "name": project.name, "template": template}, as_json,
+          f"Created {project.name} from the {template} template in {project.root}")
+    if open_after:
+        ctx.invoke(open_command, path=project.root, line=None, as_json=as_json)
+
+
+@cli.command("templates")
+@click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
+def templates_command(as_json: bool) -> None:
+    """List the project templates."""
+    from workbench.project import list_templates
+
+    templates = list_templates()
+    data = [{"name": t.name, "title": t.title, "description": t.description} for t in templates]
+    _emit(data, as_json, "\n".join(f"{t.name:12} {t.title}: {t.description}" for t in templates))
+
+
+@cli.command("windows")
+@click.option("--json", "as_json", is_flag=True, help="Print the registry as JSON.")
+@click.option("--all", "include_spares", is_flag=True, help="Include spare window processes.")
+def windows_command(as_json: bool, include_spares: bool) -> None:
+    """List the windows the running hub knows: pid, kind, project and state."""
+    hub = _connect_hub()
+    if hub is None:
+        raise CliError("no Workbench hub is running. Start one with `workbench`.")
+    with hub:
+        windows = hub.call(messages.HUB_LIST_WINDOWS, {"all": include_spares})["windows"]
+    lines = [f"{w['pid']:>8}  {w['kind']:8} {w['state']:12} {w['project'] or ''}" for w in windows]
+    _emit(windows, as_json, "\n".join(lines) if lines else "No windows are open.")
+
+
+@cli.command("screenshot")
+@click.argument("path", required=False, type=click.Path(path_type=Path))
+@click.option("-o", "--output", required=True, type=click.Path(path_type=Path), help="PNG file to write.")
+@click.option("--size", default="1200x780", show_default=True, help="Window size, WIDTHxHEIGHT.")
+def screenshot_command(path: Path | None, output: Path, size: str) -> None:
+    """Render the welcome window, or the project window of PATH, offscreen into a PNG."""
+    from workbench.app.screenshot import render_window
+
+    try:
+        width, height = (int(v) for v in size.lower().split("x"))
+    except ValueError:
+        raise CliError(f"--size must look like 1200x780, not {size!r}.") from None
+    if path is not None:
+        root, file = _project_root_for(path.expanduser().resolve())
+        load_project(root)
+    else:
+        root, file = None, None
+    render_window(output, root, file, (width, height))
+    click.echo(f"Wrote {output}")
+
+
+def main() -> None:
+    cli(prog_name="workbench")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,273 @@
+"""The text editing surface: a thin QPlainTextEdit with a gutter and a few typing helpers.
+
+The rules (how far to indent, where a comment goes, which bracket matches) live in the Qt-free
+modules of ``workbench.editor``; this class only reads lines from the document and writes the
+result back.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import (
+    QColor,
+    QKeyEvent,
+    QResizeEvent,
+    QTextCursor,
+    QTextFormat,
+)
+from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QWidget
+
+from workbench.editor.brackets import find_matching_bracket
+from workbench.editor.go_to_line import clamp_line
+from workbench.editor.line_edits import (
+    INDENT_WIDTH,
+    comment_prefix_for,
+    dedent_lines,
+    first_non_blank_column,
+    indent_for_new_line,
+    indent_lines,
+    toggle_comment,
+)
+from workbench.editor.widgets import theme
+from workbench.editor.widgets.line_number_panel import LineNumberPanel
+
+
+class CodeEditor(QPlainTextEdit):
+    """A monospace, non-wrapping editor with line numbers, bracket matching and smart indent."""
+
+    sig_find_next_requested = Signal()
+    """F3 was pressed: go to the next match of the find bar."""
+
+    sig_find_previous_requested = Signal()
+    """Shift+F3 was pressed: go to the previous match of the find bar."""
+
+    sig_escape_pressed = Signal()
+    """Esc was pressed with nothing of the editor's own to cancel (closes the find bar)."""
+
+    def __init__(self, parent: QWidget | None = None, language: str = "Text only") -> None:
+        super().__init__(parent)
+        self.language = language
+        self.setFont(theme.editor_font())
+        self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.setTabStopDistance(self.fontMetrics().horizontalAdvance(" ") * INDENT_WIDTH)
+        self.setStyleSheet(
+            f"QPlainTextEdit {{ background: {theme.BACKGROUND}; color: {theme.FOREGROUND}; }}"
+        )
+        self.line_number_panel = LineNumberPanel(self)
+        self._find_highlights: list[QTextEdit.ExtraSelection] = []
+        self.bracket_match: tuple[int, int] | None = None
+        self.cursorPositionChanged.connect(self._refresh_highlights)
+        self._refresh_highlights()
+
+    # Positions --------------------------------------------------------------------------
+
+    def cursor_position(self) -> tuple[int, int]:
+        """The cursor as a 1-based (line, column)."""
+        cursor = self.textCursor()
+        return cursor.blockNumber() + 1, cursor.positionInBlock() + 1
+
+    def set_cursor_position(self, line: int, column: int = 1) -> None:
+        """Move the cursor to 1-based (line, column), clamped into the text, and show it."""
+        line = clamp_line(line, self.document().blockCount())
+        block = self.document().findBlockByNumber(line - 1)
+        column = max(1, min(column, block.length()))
+        cursor = QTextCursor(block)
+        cursor.setPosition(block.position() + column - 1)
+        self.setTextCursor(cursor)
+        self.centerCursor()
+
+    # Block edits ------------------------------------------------------------------------
+
+    def indent(self) -> None:
+        """Indent the selected lines (or the cursor's line) by one level."""
+        self._edit_selected_lines(indent_lines)
+
+    def dedent(self) -> None:
+        """Dedent the selected lines (or the cursor's line) by one level."""
+        self._edit_selected_lines(dedent_lines)
+
+    def toggle_comment(self) -> None:
+        """Comment or uncomment the selected lines with the language's line comment."""
+        prefix = comment_prefix_for(self.language)
+        if prefix is None:
+            return
+        self._edit_selected_lines(lambda lines: toggle_comment(lines, prefix))
+
+    def _selected_block_range(self) -> tuple[int, int]:
+        cursor = self.textCursor()
+        document = self.document()
+        first = document.findBlock(cursor.selectionStart())
+        last = document.findBlock(cursor.selectionEnd())
+        # A selection that ends at the start of a line (as after selecting whole lines) does not
+        # include that line.
+        if cursor.hasSelection() and last.blockNumber() > first.blockNumber() and (
+            cursor.selectionEnd() == last.position()
+        ):
+            last = last.previous()
+        return first.blockNumber(), last.blockNumber()
+
+    def _edit_selected_lines(self, edit) -> None:
+        if self.isReadOnly():
+            return
+        had_selection = self.textCursor().hasSelection()
+        old_cursor = self.textCursor()
+        old_column = old_cursor.positionInBlock()
+        old_length = old_cursor.block().length()
+        first, last = self._selected_block_range()
+        document = self.document()
+        start = document.findBlockByNumber(first)
+        end = document.findBlockByNumber(last)
+        cursor = QTextCursor(document)
+        cursor.setPosition(start.position())
+        cursor.setPosition(end.position() + end.length() - 1, QTextCursor.MoveMode.KeepAnchor)
+        old_lines = cursor.selectedText().split("\u2029")
+        new_lines = edit(old_lines)
+        if new_lines == old_lines:
+            return
+        cursor.beginEditBlock()
+        cursor.insertText("\n".join(new_lines))
+        cursor.endEditBlock()
+        if had_selection:
+            start = document.findBlockByNumber(first)
+            end = document.findBlockByNumber(last)
+            cursor.setPosition(start.position())
+            cursor.setPosition(end.position() + end.length() - 1, QTextCursor.MoveMode.KeepAnchor)
+        else:
+            # Keep the caret on the same character of the line it was on.
+            block = document.findBlockByNumber(first)
+            column = max(0, old_column + block.length() - old_length)
+            cursor.setPosition(block.position() + min(column, block.length() - 1))
+        self.setTextCursor(cursor)
+
+    # Keys -------------------------------------------------------------------------------
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 (Qt override)
+        key = event.key()
+        modifiers = event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
+        shift = modifiers == Qt.KeyboardModifier.ShiftModifier
+        plain = modifiers == Qt.KeyboardModifier.NoModifier
+        if key == Qt.Key.Key_F3 and (plain or shift):
+            (self.sig_find_previous_requested if shift else self.sig_find_next_requested).emit()
+        elif key == Qt.Key.Key_Escape and plain:
+            self.sig_escape_pressed.emit()
+        elif self.isReadOnly():
+            super().keyPressEvent(event)
+        elif key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and (plain or shift):
+            self._new_line_with_indent()
+        elif key == Qt.Key.Key_Tab and plain:
+            self._tab()
+        elif key == Qt.Key.Key_Backtab or (key == Qt.Key.Key_Tab and shift):
+            self.dedent()
+        elif key == Qt.Key.Key_Home and (plain or shift):
+            self._smart_home(keep_anchor=shift)
+        else:
+            super().keyPressEvent(event)
+
+    def _new_line_with_indent(self) -> None:
+        cursor = self.textCursor()
+        before = cursor.block().text()[: cursor.positionInBlock()]
+        indent = indent_for_new_line(before, self.language)
+        cursor.beginEditBlock()
+        cursor.insertText("\n" + indent)
+        cursor.endEditBlock()
+        self.ensureCursorVisible()
+
+    def _tab(self) -> None:
+        cursor = self.textCursor()
+        if cursor.hasSelection() and (
+            self.document().findBlock(cursor.selectionStart()).blockNumber()
+            != self.document().findBlock(cursor.selectionEnd()).blockNumber()
+        ):
+            self.indent()
+            return
+        # Spaces up to the next tab stop, so columns line up as with a real tab.
+        column = cursor.positionInBlock() if not cursor.hasSelection() else (
+            cursor.selectionStart() - cursor.block().position()
+        )
+        cursor.insertText(" " * (INDENT_WIDTH - column % INDENT_WIDTH))
+        self.setTextCursor(cursor)
+
+    def _smart_home(self, keep_anchor: bool) -> None:
+        cursor = self.textCursor()
+        block = cursor.block()
+        first = first_non_blank_column(block.text())
+        # Home toggles between the first non-blank and column 1, like most code editors.
+        target = 0 if cursor.positionInBlock() == first else first
+        mode = QTextCursor.MoveMode.KeepAnchor if keep_anchor else QTextCursor.MoveMode.MoveAnchor
+        cursor.setPosition(block.position() + target, mode)
+        self.setTextCursor(cursor)
+
+    # Highlights -------------------------------------------------------------------------
+
+    def set_find_highlights(self, spans: list[tuple[int, int]]) -> None:
+        """Mark find matches given as (start, end) document positions."""
+        selections = []
+        for start, end in spans:
+            selection = QTextEdit.ExtraSelection()
+            selection.format.setBackground(QColor(theme.FIND_MATCH))
+            cursor = QTextCursor(self.document())
+            cursor.setPosition(start)
+            cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
+            selection.cursor = cursor
+            selections.append(selection)
+        self._find_highlights = selections
+        self._refresh_highlights()
+
+    def _refresh_highlights(self) -> None:
+        selections = [self._current_line_selection()]
+        selections.extend(self._find_highlights)
+        selections.extend(self._bracket_selections())
+        self.setExtraSelections(selections)
+
+    def _current_line_selection(self) -> QTextEdit.ExtraSelection:
+        selection = QTextEdit.ExtraSelection()
+        selection.format.setBackground(QColor(theme.CURRENT_LINE))
+        selection.format.setProperty(QTextFormat.Property.FullWidthSelection, True)
+        selection.cursor = self.textCursor()
+        selection.cursor.clearSelection()
+        return selection
+
+    def _bracket_selections(self) -> list[QTextEdit.ExtraSelection]:
+        self.bracket_match = None
+        cursor = self.textCursor()
+        block = cursor.block()
+        text = block.text()
+        column = cursor.positionInBlock()
+        # The bracket after the caret wins; otherwise the one just before it.
+        for candidate in (column, column - 1):
+            if 0 <= candidate < len(text) and text[candidate] in "()[]{}":
+                break
+        else:
+            return []
+        line = block.blockNumber()
+        document = self.document()
+
+        def line_text(number: int) -> str | None:
+            if number == line:
+                return text
+            found = document.findBlockByNumber(number)
+            return found.text() if found.isValid() else None
+
+        partner = find_matching_bracket(line_text, line, candidate)
+        here = block.position() + candidate
+        if partner is None:
+            return [self._bracket_selection(here, theme.BRACKET_UNMATCHED)]
+        there = document.findBlockByNumber(partner[0]).position() + partner[1]
+        self.bracket_match = (here, there)
+        return [
+            self._bracket_selection(here, theme.BRACKET_MATCH),
+            self._bracket_selection(there, theme.BRACKET_MATCH),
+        ]
+
+    def _bracket_selection(self, position: int, colour: str) -> QTextEdit.ExtraSelection:
+        selection = QTextEdit.ExtraSelection()
+        selection.format.setBackground(QColor(colour))
+        cursor = QTextCursor(self.document())
+        cursor.setPosition(position)
+        cursor.setPosition(position + 1, QTextCursor.MoveMode.KeepAnchor)
+        selection.cursor = cursor
+        return selection
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt override)
+        super().resizeEvent(event)
+        self.line_number_panel.place()

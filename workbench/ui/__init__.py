@@ -1,0 +1,1 @@
+"""The shell: welcome and project windows, the command registry, palette and menus."""

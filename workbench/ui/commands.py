@@ -1,0 +1,123 @@
+"""The command registry: every user action declared once, with an id, a title and a shortcut.
+
+Menus, the command palette, context menus and keyboard shortcuts are all built from it, and the
+IPC ``window.run_command`` request runs the same commands, so a script or a test drives the
+window exactly as a person does. Qt-free: the window binds commands to QActions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+
+class CommandError(Exception):
+    """A command that does not exist, is disabled, or got arguments it cannot use."""
+
+
+@dataclass(frozen=True)
+class Command:
+    """One user action.
+
+    ``menu`` is a slash path such as ``"File"`` or ``"Edit/Find"``; ``None`` keeps the command
+    out of the menu bar (it is still in the palette). ``context`` names the context menus it
+    appears in (``"explorer"`` for the file tree); such commands receive ``path=`` when run, and
+    ``applies_to`` decides for which paths they are shown.
+    """
+
+    id: str
+    title: str
+    run: Callable[..., Any]
+    category: str = ""
+    shortcut: str | None = None
+    menu: str | None = None
+    enabled: Callable[[], bool] | None = None
+    context: tuple[str, ...] = ()
+    applies_to: Callable[[Path], bool] | None = None
+    in_palette: bool = True
+
+    @property
+    def label(self) -> str:
+        return f"{self.category}: {self.title}" if self.category else self.title
+
+    def is_enabled(self) -> bool:
+        return self.enabled is None or bool(self.enabled())
+
+
+@dataclass
+class CommandRegistry:
+    """The commands of one window, in registration order."""
+
+    _commands: dict[str, Command] = field(default_factory=dict)
+    _listeners: list[Callable[[Command], None]] = field(default_factory=list)
+
+    def register(self, command: Command) -> Command:
+        if command.id in self._commands:
+            raise CommandError(f"Command {command.id!r} is registered twice.")
+        self._commands[command.id] = command
+        for listener in self._listeners:
+            listener(command)
+        return command
+
+    def add(self, id: str, title: str, run: Callable[..., Any], **options: Any) -> Command:
+        return self.register(Command(id=id, title=title, run=run, **options))
+
+    def on_registered(self, listener: Callable[[Command], None]) -> None:
+        """Call ``listener`` for each command registered from now on (late capabilities)."""
+        self._listeners.append(listener)
+
+    def get(self, command_id: str) -> Command:
+        try:
+            return self._commands[command_id]
+        except KeyError:
+            raise CommandError(f"There is no command {command_id!r}.") from None
+
+    def __contains__(self, command_id: str) -> bool:
+        return command_id in self._commands
+
+    def all(self) -> list[Command]:
+        return list(self._commands.values())
+
+    def for_context(self, context: str, path: Path) -> list[Command]:
+        """The commands to offer in the ``context`` menu of ``path``."""
+        return [
+            c
+            for c in self._commands.values()
+            if context in c.context and (c.applies_to is None or c.applies_to(path))
+        ]
+
+    def execute(self, command_id: str, **args: Any) -> Any:
+        command = self.get(command_id)
+        if not command.is_enabled():
+            raise CommandError(f"{command.label} is not available right now.")
+        try:
+            return command.run(**args)
+        except TypeError as exc:
+            if "argument" in str(exc):
+                raise CommandError(f"{command.label}: {exc}") from exc
+            raise
+
+
+def fuzzy_score(query: str, text: str) -> int | None:
+    """Rank ``text`` for the palette: None when the letters of ``query`` are not all in it in
+    order; otherwise higher for matches that are contiguous and start words."""
+    if not query:
+        return 0
+    q, t = query.lower(), text.lower()
+    score, pos, prev = 0, 0, -2
+    for ch in q:
+        if ch == " ":
+            continue
+        found = t.find(ch, pos)
+        if found < 0:
+            return None
+        if found == prev + 1:
+            score += 3
+        if found == 0 or not t[found - 1].isalnum():
+            score += 5
+        score -= found - pos  # gaps cost
+        prev, pos = found, found + 1
+    if q in t:
+        score += 20
+    return score

@@ -1,0 +1,74 @@
+"""Builds QActions and the menu bar from the command registry, so each action is declared once."""
+
+from __future__ import annotations
+
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QMainWindow, QMenu
+
+from workbench.ui.commands import Command, CommandError, CommandRegistry
+
+# Menus appear in this order; a capability's own menu (e.g. "Run") lands before Help.
+MENU_ORDER = ("File", "Edit", "View", "Go", "Git", "Run", "Models", "Devices", "Help")
+
+
+class MenuBuilder:
+    """Keeps one QAction per command, adds it to its menu, and refreshes enablement."""
+
+    def __init__(self, window: QMainWindow, commands: CommandRegistry, on_error):
+        self._window = window
+        self._commands = commands
+        self._on_error = on_error
+        self._menus: dict[str, QMenu] = {}
+        self.actions: dict[str, QAction] = {}
+        for name in MENU_ORDER:
+            self._menu(name)
+        for command in commands.all():
+            self._bind(command)
+        commands.on_registered(self._bind)
+
+    def _menu(self, path: str) -> QMenu:
+        if path in self._menus:
+            return self._menus[path]
+        parent_path, _, name = path.rpartition("/")
+        if parent_path:
+            menu = self._menu(parent_path).addMenu(name)
+        else:
+            menu = QMenu(name, self._window)
+            help_menu = self._menus.get("Help")
+            if help_menu is not None:
+                self._window.menuBar().insertMenu(help_menu.menuAction(), menu)
+            else:
+                self._window.menuBar().addMenu(menu)
+        menu.aboutToShow.connect(lambda m=menu: self._refresh(m))
+        self._menus[path] = menu
+        return menu
+
+    def _bind(self, command: Command) -> None:
+        action = QAction(command.title, self._window)
+        if command.shortcut:
+            action.setShortcut(QKeySequence(command.shortcut))
+        action.triggered.connect(lambda _checked=False, cid=command.id: self.run(cid))
+        self._window.addAction(action)  # shortcuts work even for commands with no menu
+        self.actions[command.id] = action
+        if command.menu:
+            self._menu(command.menu).addAction(action)
+
+    def add_separator(self, menu: str) -> None:
+        self._menu(menu).addSeparator()
+
+    def run(self, command_id: str) -> None:
+        try:
+            self._commands.execute(command_id)
+        except CommandError as exc:
+            self._on_error(str(exc))
+
+    def _refresh(self, menu: QMenu) -> None:
+        for command_id, action in self.actions.items():
+            if action in menu.actions():
+                action.setEnabled(self._commands.get(command_id).is_enabled())
+
+    def prune_empty(self) -> None:
+        """Hide top-level menus no capability has filled yet."""
+        for name, menu in self._menus.items():
+            if "/" not in name:
+                menu.menuAction().setVisible(bool(menu.actions()))

@@ -1,0 +1,385 @@
+"""The project window: explorer, tabbed editors, status bar, docks, menus and command palette.
+
+Capabilities plug in through ``commands`` (actions in menus, palette and context menus),
+``add_dock`` (their panels) and ``on_event`` (events other windows broadcast).
+"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+from typing import Callable
+
+from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
+from PySide6.QtGui import QCloseEvent
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QFileDialog,
+    QInputDialog,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QStackedWidget,
+    QTabWidget,
+    QWidget,
+)
+
+from workbench import __version__
+from workbench.editor import EditorError, HotExitStore
+from workbench.editor.widgets import EditorTab, open_editor_tab
+from workbench.project import (
+    OpenFile,
+    Project,
+    ProjectError,
+    WindowState,
+    WindowStateStore,
+    create_file,
+)
+from workbench.project.widgets import ProjectTree
+from workbench.ui.command_palette import CommandPalette
+from workbench.ui.commands import CommandRegistry
+from workbench.ui.menus import MenuBuilder
+
+STATE_SAVE_DELAY_MS = 1000
+
+
+class ProjectWindow(QMainWindow):
+    """One open project."""
+
+    sig_closed = Signal()
+    """The window has closed (its state and unsaved buffers are on disk)."""
+
+    sig_broadcast = Signal(str, object)
+    """An event (name, JSON-able data) for every other Workbench window."""
+
+    def __init__(self, project: Project, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.project = project
+        self.commands = CommandRegistry()
+        self.discard_changes_on_close = False
+        self.hot_exit = HotExitStore(project.root)
+        self._state_store = WindowStateStore(project)
+        self._event_handlers: dict[str, list[Callable[[object], None]]] = {}
+        self.setWindowTitle(f"{project.name} — Workbench")
+        self.setObjectName("project-window")
+
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        self.tabs.setTabsClosable(True)
+        self.tabs.setMovable(True)
+        self.tabs.tabCloseRequested.connect(self.close_tab)
+        self.tabs.currentChanged.connect(self._on_current_tab_changed)
+        empty = QLabel("Open a file from the Explorer, or press Ctrl+Shift+P for all commands.")
+        empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        empty.setStyleSheet("color: #777;")
+        self._center = QStackedWidget()
+        self._center.addWidget(empty)
+        self._center.addWidget(self.tabs)
+        self.setCentralWidget(self._center)
+
+        self.tree = ProjectTree(project.root, self.commands)
+        self.tree.sig_file_activated.connect(self.open_file)
+        self.explorer = self.add_dock("explorer", "Explorer", self.tree, Qt.DockWidgetArea.LeftDockWidgetArea,
+                                      shortcut="Ctrl+Shift+E")
+
+        self._status_position = QLabel()
+        self._status_encoding = QLabel()
+        self._status_eol = QLabel()
+        self._status_language = QLabel()
+        for label in (self._status_position, self._status_encoding, self._status_eol, self._status_language):
+            label.setContentsMargins(8, 0, 8, 0)
+            self.statusBar().addPermanentWidget(label)
+        if not project.writable:
+            self.statusBar().addWidget(QLabel("Read-only folder: edits cannot be saved here"))
+
+        self._register_commands()
+        self.menus = MenuBuilder(self, self.commands, self.show_error)
+        self.palette = CommandPalette(self.commands, self)
+        self.palette.sig_command_chosen.connect(self.menus.run)
+
+        self._state_timer = QTimer(self)
+        self._state_timer.setSingleShot(True)
+        self._state_timer.timeout.connect(self.save_state)
+        self._restore_state()
+        self._update_status()
+
+    # --- extension points ---------------------------------------------------------------------
+
+    def add_dock(self, dock_id: str, title: str, widget: QWidget,
+                 area: Qt.DockWidgetArea = Qt.DockWidgetArea.RightDockWidgetArea,
+                 shortcut: str | None = None) -> QDockWidget:
+        """Add a capability's panel; its place and visibility are saved with the window."""
+        dock = QDockWidget(title, self)
+        dock.setObjectName(f"dock-{dock_id}")
+        dock.setWidget(widget)
+        self.addDockWidget(area, dock)
+        self.commands.add(f"view.toggle.{dock_id}", f"Toggle {title}", lambda: dock.setVisible(not dock.isVisible()),
+                          category="View", menu="View", shortcut=shortcut)
+        return dock
+
+    def on_event(self, event: str, handler: Callable[[object], None]) -> None:
+        """Call ``handler(data)`` when another window broadcasts ``event``."""
+        self._event_handlers.setdefault(event, []).append(handler)
+
+    def handle_event(self, event: str, data: object) -> None:
+        for handler in self._event_handlers.get(event, []):
+            handler(data)
+
+    # --- editors ------------------------------------------------------------------------------
+
+    def editors(self) -> list[EditorTab]:
+        return [self.tabs.widget(i) for i in range(self.tabs.count())]
+
+    def current_editor(self) -> EditorTab | None:
+        return self.tabs.currentWidget()
+
+    def open_file(self, path: Path | str, line: int | None = None, column: int = 1) -> EditorTab | None:
+        """Show ``path`` in a tab (the existing one if it is open); None when it cannot be opened."""
+        path = Path(path)
+        if not path.is_absolute():
+            path = self.project.root / path
+        path = path.resolve()
+        for index, tab in enumerate(self.editors()):
+            if tab.path == path:
+                self.tabs.setCurrentIndex(index)
+                if line:
+                    tab.set_cursor_position(line, column)
+                return tab
+        try:
+            tab = open_editor_tab(path, self.hot_exit if self.project.writable else None, self)
+        except EditorError as exc:
+            self.show_error(str(exc))
+            return None
+        tab.sig_modified_changed.connect(lambda _modified, t=tab: self._update_tab_title(t))
+        tab.sig_cursor_moved.connect(lambda _line, _col: self._update_status())
+        index = self.tabs.addTab(tab, path.name)
+        self.tabs.setTabToolTip(index, str(path))
+        self._update_tab_title(tab)
+        self.tabs.setCurrentIndex(index)
+        self._center.setCurrentWidget(self.tabs)
+        if line:
+            tab.set_cursor_position(line, column)
+        self._schedule_state_save()
+        return tab
+
+    def close_tab(self, index: int) -> bool:
+        """Close the tab at ``index``; asks first when it has unsaved edits. False if kept."""
+        tab = self.tabs.widget(index)
+        if tab is None:
+            return False
+        if tab.is_modified():
+            answer = self.ask_save_changes(tab)
+            if answer == "cancel":
+                return False
+            if answer == "save" and not self._save(tab):
+                return False
+            if answer == "discard":
+                self.hot_exit.discard(tab.path)
+        self.tabs.removeTab(index)
+        tab.deleteLater()
+        if not self.tabs.count():
+            self._center.setCurrentIndex(0)
+        self._schedule_state_save()
+        return True
+
+    def ask_save_changes(self, tab: EditorTab) -> str:
+        """'save', 'discard' or 'cancel' for closing a modified tab (replaceable in tests)."""
+        box = QMessageBox(QMessageBox.Icon.Question, "Unsaved changes",
+                          f"Save the changes to {tab.path.name} before closing it?",
+                          QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
+                          | QMessageBox.StandardButton.Cancel, self)
+        answer = box.exec()
+        return {QMessageBox.StandardButton.Save: "save",
+                QMessageBox.StandardButton.Discard: "discard"}.get(QMessageBox.StandardButton(answer), "cancel")
+
+    def _save(self, tab: EditorTab) -> bool:
+        try:
+            tab.save()
+        except EditorError as exc:
+            self.show_error(str(exc))
+            return False
+        self.statusBar().showMessage(f"Saved {tab.path.name}", 3000)
+        return True
+
+    def save_all(self) -> int:
+        saved = 0
+        for tab in self.editors():
+            if tab.is_modified() and not tab.is_read_only() and self._save(tab):
+                saved += 1
+        return saved
+
+    def _update_tab_title(self, tab: EditorTab) -> None:
+        index = self.tabs.indexOf(tab)
+        if index >= 0:
+            self.tabs.setTabText(index, f"{tab.path.name} ●" if tab.is_modified() else tab.path.name)
+        self._schedule_state_save()
+
+    def _on_current_tab_changed(self, _index: int) -> None:
+        self._update_status()
+        self._schedule_state_save()
+
+    def _update_status(self) -> None:
+        tab = self.current_editor()
+        if tab is None:
+            for label in (self._status_position, self._status_encoding, self._status_eol, self._status_language):
+                label.clear()
+            return
+        line, column = tab.cursor_position()
+        status = tab.status()
+        self._status_position.setText(f"Ln {line}, Col {column}")
+        self._status_encoding.setText(str(status.get("encoding", "")).upper())
+        self._status_eol.setText(str(status.get("eol", "")))
+        language = str(status.get("language", ""))
+        self._status_language.setText(f"{language} (read-only)" if status.get("read_only") else language)
+
+    # --- commands -----------------------------------------------------------------------------
+
+    def _register_commands(self) -> None:
+        add = self.commands.add
+        has_editor = lambda: self.current_editor() is not None  # noqa: E731
+        writable_editor = lambda: has_editor() and not self.current_editor().is_read_only()  # noqa: E731
+        add("workbench.showCommands", "Show All Commands", self.show_command_palette,
+            category="View", menu="View", shortcut="Ctrl+Shift+P")
+        add("file.newFile", "New File…", self.new_file, category="File", menu="File", shortcut="Ctrl+N")
+        add("file.open", "Open File…", self._open_file_command, category="File", menu="File", shortcut="Ctrl+O")
+        add("file.save", "Save", lambda: self._save(self.current_editor()), category="File", menu="File",
+            shortcut="Ctrl+S", enabled=writable_editor)
+        add("file.saveAll", "Save All", self.save_all, category="File", menu="File", shortcut="Ctrl+Alt+S")
+        add("file.closeEditor", "Close Editor", lambda: self.close_tab(self.tabs.currentIndex()),
+            category="File", menu="File", shortcut="Ctrl+W", enabled=has_editor)
+        add("file.closeWindow", "Close Window", self.close, category="File", menu="File", shortcut="Ctrl+Shift+W")
+        add("edit.find", "Find", lambda: self.current_editor().show_find(), category="Edit", menu="Edit",
+            shortcut="Ctrl+F", enabled=has_editor)
+        add("edit.replace", "Replace", lambda: self.current_editor().show_find(replace=True), category="Edit",
+            menu="Edit", shortcut="Ctrl+H", enabled=writable_editor)
+        add("edit.indent", "Indent Lines", lambda: self.current_editor().indent(), category="Edit", menu="Edit",
+            shortcut="Ctrl+]", enabled=writable_editor)
+        add("edit.dedent", "Dedent Lines", lambda: self.current_editor().dedent(), category="Edit", menu="Edit",
+            shortcut="Ctrl+[", enabled=writable_editor)
+        add("edit.toggleComment", "Toggle Line Comment", lambda: self.current_editor().toggle_comment(),
+            category="Edit", menu="Edit", shortcut="Ctrl+/", enabled=writable_editor)
+        add("editor.insertText", "Type Text", lambda text: self.current_editor().insert_text(text),
+            category="Editor", enabled=writable_editor, in_palette=False)
+        add("editor.describe", "Describe Editor", self._describe_current_editor, category="Editor",
+            enabled=has_editor, in_palette=False)
+        add("go.line", "Go to Line…", lambda: self.current_editor().show_go_to_line(), category="Go", menu="Go",
+            shortcut="Ctrl+G", enabled=has_editor)
+        add("go.nextEditor", "Next Editor", lambda: self._cycle_tab(1), category="Go", menu="Go",
+            shortcut="Ctrl+PgDown", enabled=has_editor)
+        add("go.previousEditor", "Previous Editor", lambda: self._cycle_tab(-1), category="Go", menu="Go",
+            shortcut="Ctrl+PgUp", enabled=has_editor)
+        add("help.about", "About Workbench", self._about, category="Help", menu="Help")
+
+    def show_command_palette(self) -> None:
+        self.palette.open()
+
+    def new_file(self, name: str | None = None) -> EditorTab | None:
+        if name is None:
+            name, ok = QInputDialog.getText(self, "New File", f"File name in {self.project.name}:")
+            if not ok or not name:
+                return None
+        try:
+            path = create_file(self.project.root, name)
+        except ProjectError as exc:
+            self.show_error(str(exc))
+            return None
+        return self.open_file(path)
+
+    def _open_file_command(self, path: str | None = None, line: int | None = None) -> str | None:
+        if path is None:
+            path, _ = QFileDialog.getOpenFileName(self, "Open File", str(self.project.root))
+            if not path:
+                return None
+        tab = self.open_file(Path(path), line)
+        return str(tab.path) if tab else None
+
+    def _describe_current_editor(self) -> dict:
+        tab = self.current_editor()
+        line, column = tab.cursor_position()
+        return {"path": str(tab.path), "modified": tab.is_modified(), "line": line, "column": column,
+                "text": tab.text(), "recovered": tab.recovered_from_hot_exit, **tab.status()}
+
+    def _cycle_tab(self, step: int) -> None:
+        if self.tabs.count():
+            self.tabs.setCurrentIndex((self.tabs.currentIndex() + step) % self.tabs.count())
+
+    def _about(self) -> None:
+        QMessageBox.about(self, "About Workbench", f"Workbench {__version__}")
+
+    def show_error(self, message: str) -> None:
+        """Tell the user without blocking the window (the message also goes to the status bar)."""
+        self.statusBar().showMessage(message, 10_000)
+        box = QMessageBox(QMessageBox.Icon.Warning, "Workbench", message, QMessageBox.StandardButton.Ok, self)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
+
+    def describe(self) -> dict:
+        current = self.current_editor()
+        return {
+            "project": str(self.project.root),
+            "title": self.windowTitle(),
+            "open_files": [str(tab.path) for tab in self.editors()],
+            "modified": [str(tab.path) for tab in self.editors() if tab.is_modified()],
+            "current_file": str(current.path) if current else None,
+        }
+
+    # --- window state -------------------------------------------------------------------------
+
+    def _schedule_state_save(self) -> None:
+        self._state_timer.start(STATE_SAVE_DELAY_MS)
+
+    def save_state(self) -> None:
+        open_files = []
+        for tab in self.editors():
+            line, column = tab.cursor_position()
+            open_files.append(OpenFile(self._relative(tab.path), line, column))
+        current = self.current_editor()
+        state = WindowState(
+            geometry_b64=base64.b64encode(bytes(self.saveGeometry().data())).decode("ascii"),
+            dock_state_b64=base64.b64encode(bytes(self.saveState().data())).decode("ascii"),
+            open_files=open_files,
+            current_file=self._relative(current.path) if current else None,
+            tree_expanded=self.tree.expanded_paths(),
+        )
+        self._state_store.save(state)
+
+    def _relative(self, path: Path) -> str:
+        try:
+            return path.relative_to(self.project.root).as_posix()
+        except ValueError:
+            return str(path)
+
+    def _restore_state(self) -> None:
+        state = self._state_store.load()
+        if not (state.geometry_b64 and self.restoreGeometry(QByteArray(base64.b64decode(state.geometry_b64)))):
+            self.resize(1200, 780)
+        if state.dock_state_b64:
+            self.restoreState(QByteArray(base64.b64decode(state.dock_state_b64)))
+        wanted = [(f.path, f.line, f.column) for f in state.open_files]
+        # Buffers with unsaved edits come back even if their tab was not saved in the state.
+        for entry in self.hot_exit.entries():
+            relative = self._relative(self.hot_exit.absolute_path(entry))
+            if relative not in [w[0] for w in wanted]:
+                wanted.append((relative, 1, 1))
+        if not wanted and self.project.main_file is not None:
+            wanted.append((self._relative(self.project.main_file), 1, 1))
+        for relative, line, column in wanted:
+            path = self.project.root / relative
+            if path.is_file():
+                self.open_file(path, line, column)
+        current = self.project.root / state.current_file if state.current_file else None
+        if current is not None and current.is_file():
+            self.open_file(current)
+        if state.tree_expanded:
+            self.tree.restore_expanded(state.tree_expanded)
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        # Unsaved buffers are not lost on close: like VS Code's hot exit, they stay under
+        # .workbench/ and come back with the window.
+        for tab in self.editors():
+            if tab.is_modified():
+                tab.flush_hot_exit()
+        self._state_timer.stop()
+        self.save_state()
+        event.accept()
+        self.sig_closed.emit()

@@ -1,0 +1,197 @@
+"""The hub's welcome window: recent projects, new project from a template, open a folder, and
+the windows that are running (or crashed, with a way to reopen them)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QCloseEvent
+from PySide6.QtWidgets import (
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QMainWindow,
+    QMessageBox,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from workbench import __version__
+from workbench.ipc import messages
+from workbench.project import RecentProjects
+from workbench.ui.new_project_dialog import NewProjectDialog
+
+PATH_ROLE = Qt.ItemDataRole.UserRole
+WINDOW_ROLE = Qt.ItemDataRole.UserRole + 1
+
+
+class WelcomeWindow(QMainWindow):
+    """What ``workbench`` shows first."""
+
+    sig_open_project = Signal(str)
+    """The user asked to open the project folder at this path."""
+
+    sig_reopen_window = Signal(str)
+    """The user asked to reopen the crashed window with this id."""
+
+    sig_closed = Signal()
+    """The user closed the welcome window."""
+
+    def __init__(self, recent: RecentProjects, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._recent = recent
+        self.setWindowTitle("Welcome — Workbench")
+        self.setObjectName("welcome-window")
+        self.resize(860, 560)
+
+        title = QLabel("Workbench")
+        title.setStyleSheet("font-size: 26px; font-weight: 600;")
+        subtitle = QLabel("Write, train, convert and verify neural networks for devices, in one loop.")
+        subtitle.setStyleSheet("color: #666;")
+        version = QLabel(f"version {__version__}")
+        version.setStyleSheet("color: #999;")
+
+        self.new_button = QPushButton("New Project from Template…")
+        self.open_button = QPushButton("Open Folder…")
+        self.new_button.clicked.connect(self.new_project)
+        self.open_button.clicked.connect(self.open_folder)
+        start = QVBoxLayout()
+        start.addWidget(self._heading("Start"))
+        start.addWidget(self.new_button)
+        start.addWidget(self.open_button)
+        start.addStretch(1)
+
+        self.recent_list = QListWidget()
+        self.recent_list.itemActivated.connect(self._open_recent)
+        self.windows_list = QListWidget()
+        self.windows_list.itemActivated.connect(self._window_activated)
+        self.reopen_button = QPushButton("Reopen")
+        self.reopen_button.setEnabled(False)
+        self.reopen_button.clicked.connect(self._reopen_selected)
+        self.windows_list.currentItemChanged.connect(lambda *_: self._update_reopen_button())
+        self.notice = QLabel()
+        self.notice.setWordWrap(True)
+        self.notice.setStyleSheet("background: #fff4ce; border: 1px solid #e0c060; padding: 6px;")
+        self.notice.hide()
+
+        lists = QVBoxLayout()
+        lists.addWidget(self.notice)
+        lists.addWidget(self._heading("Recent"))
+        lists.addWidget(self.recent_list, 3)
+        lists.addWidget(self._heading("Open windows"))
+        lists.addWidget(self.windows_list, 2)
+        row = QHBoxLayout()
+        row.addStretch(1)
+        row.addWidget(self.reopen_button)
+        lists.addLayout(row)
+
+        columns = QHBoxLayout()
+        columns.addLayout(start, 1)
+        columns.addSpacing(24)
+        columns.addLayout(lists, 2)
+        body = QVBoxLayout()
+        body.setContentsMargins(32, 24, 32, 24)
+        body.addWidget(title)
+        body.addWidget(subtitle)
+        body.addWidget(version)
+        body.addSpacing(16)
+        body.addLayout(columns, 1)
+        central = QWidget()
+        central.setLayout(body)
+        self.setCentralWidget(central)
+        self.refresh_recent()
+
+    @staticmethod
+    def _heading(text: str) -> QLabel:
+        label = QLabel(text)
+        label.setStyleSheet("font-size: 15px; font-weight: 600; margin-top: 6px;")
+        return label
+
+    def refresh_recent(self) -> None:
+        self.recent_list.clear()
+        for entry in self._recent.list():
+            item = QListWidgetItem(f"{entry.name}    {entry.path}")
+            item.setData(PATH_ROLE, str(entry.path))
+            if not entry.exists:
+                item.setText(f"{entry.name}    {entry.path}    (missing)")
+                item.setForeground(Qt.GlobalColor.gray)
+            self.recent_list.addItem(item)
+        if not self.recent_list.count():
+            placeholder = QListWidgetItem("No recent projects yet")
+            placeholder.setFlags(Qt.ItemFlag.NoItemFlags)
+            self.recent_list.addItem(placeholder)
+
+    def set_windows(self, windows: list[dict]) -> None:
+        """Show the hub's registry entries (as ``WindowEntry.to_json`` gives them)."""
+        self.windows_list.clear()
+        for entry in windows:
+            name = Path(entry["project"]).name if entry.get("project") else entry.get("kind", "")
+            state = entry.get("state", "")
+            text = f"{name}    pid {entry.get('pid')}    {state}"
+            item = QListWidgetItem(text)
+            item.setData(WINDOW_ROLE, entry)
+            if state == messages.STATE_CRASHED:
+                item.setForeground(Qt.GlobalColor.darkRed)
+                item.setText(text + " (unsaved edits are kept: Reopen)")
+            self.windows_list.addItem(item)
+        self.refresh_recent()
+        self._update_reopen_button()
+
+    def offer_reopen(self, entry: dict) -> None:
+        """Say that a window ended without closing and select it, ready to reopen."""
+        name = Path(entry["project"]).name if entry.get("project") else "A window"
+        self.notice.setText(f"{name} closed unexpectedly (pid {entry.get('pid')}). "
+                            "Its unsaved edits were kept. Select it below and press Reopen.")
+        self.notice.show()
+        for row in range(self.windows_list.count()):
+            if self.windows_list.item(row).data(WINDOW_ROLE).get("window_id") == entry.get("window_id"):
+                self.windows_list.setCurrentRow(row)
+
+    def show_error(self, message: str) -> None:
+        box = QMessageBox(QMessageBox.Icon.Warning, "Workbench", message, QMessageBox.StandardButton.Ok, self)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
+
+    def new_project(self) -> None:
+        dialog = NewProjectDialog(self)
+        if dialog.exec() and dialog.created_project is not None:
+            self.sig_open_project.emit(str(dialog.created_project))
+
+    def open_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Open Folder", str(Path.home()))
+        if folder:
+            self.sig_open_project.emit(folder)
+
+    def _open_recent(self, item: QListWidgetItem) -> None:
+        path = item.data(PATH_ROLE)
+        if path:
+            self.sig_open_project.emit(path)
+
+    def _selected_window(self) -> dict | None:
+        item = self.windows_list.currentItem()
+        return item.data(WINDOW_ROLE) if item is not None else None
+
+    def _update_reopen_button(self) -> None:
+        entry = self._selected_window()
+        self.reopen_button.setEnabled(bool(entry) and entry.get("state") == messages.STATE_CRASHED)
+
+    def _reopen_selected(self) -> None:
+        entry = self._selected_window()
+        if entry and entry.get("state") == messages.STATE_CRASHED:
+            self.notice.hide()
+            self.sig_reopen_window.emit(entry["window_id"])
+
+    def _window_activated(self, item: QListWidgetItem) -> None:
+        entry = item.data(WINDOW_ROLE)
+        if entry.get("state") == messages.STATE_CRASHED:
+            self.sig_reopen_window.emit(entry["window_id"])
+        elif entry.get("project"):
+            self.sig_open_project.emit(entry["project"])  # focuses the running window
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        event.accept()
+        self.sig_closed.emit()
