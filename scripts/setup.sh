@@ -5,6 +5,21 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 python=${PYTHON:-python3}
+
+# System packages first (Qt's libraries, fonts, xvfb, git); only what is missing, only as root.
+missing=$(grep -v '^#' scripts/system-packages.txt | xargs -n1 | while read -r pkg; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || echo "$pkg"
+done | xargs)
+if [ -n "$missing" ]; then
+    if [ "$(id -u)" = 0 ]; then
+        echo "Installing system packages: $missing"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
+    else
+        echo "Missing system packages (install them as root): $missing" >&2
+    fi
+fi
+
 stamp=.venv/.workbench-installed
 want=$(sha256sum pyproject.toml | cut -d' ' -f1)
 
@@ -13,7 +28,9 @@ if [ ! -x .venv/bin/python ]; then
 fi
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     # torch goes first and pinned: the CPU build of this version is what every machine has.
-    .venv/bin/pip install --disable-pip-version-check -q "torch==2.13.0"
-    .venv/bin/pip install --disable-pip-version-check -q -e '.[test]'
+    echo "Installing Python packages into .venv (the first time takes a minute)"
+    .venv/bin/pip install --disable-pip-version-check -q "torch==2.13.0" 2>&1 | grep -v "is ignored" || true
+    .venv/bin/pip install --disable-pip-version-check -q -e '.[test]' 2>&1 | grep -v "is ignored" || true
+    .venv/bin/python -c "import torch, PySide6, workbench" || { echo "The install failed; see above." >&2; exit 1; }
     echo "$want" > "$stamp"
 fi

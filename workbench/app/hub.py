@@ -18,6 +18,7 @@ from PySide6.QtWidgets import QApplication
 
 from workbench import __version__
 from workbench.app import launcher
+from workbench.app.heavy_modules import heavy_modules_loaded
 from workbench.app.paint_marker import mark_first_paint
 from workbench.app.registry import WindowEntry, WindowRegistry, process_is_alive
 from workbench.ipc import messages
@@ -110,7 +111,6 @@ class Hub(QObject):
         except ProjectError as exc:
             raise RpcError(RpcError.APPLICATION_ERROR, str(exc)) from None
         root = str(project.root)
-        self.recent.add(project.root, project.name)
         live = self.registry.live_for_project(root)
         if live is not None:
             link = self._links.get(live.window_id)
@@ -160,7 +160,7 @@ class Hub(QObject):
 
     def on_hub_hello(self, params: dict, link: RpcConnection) -> dict:
         return {"app": messages.APP_NAME, "protocol": messages.PROTOCOL_VERSION,
-                "version": __version__, "pid": os.getpid()}
+                "version": __version__, "pid": os.getpid(), "heavy_modules_loaded": heavy_modules_loaded()}
 
     def on_hub_ping(self, params: dict, link: RpcConnection) -> dict:
         return {}
@@ -183,18 +183,21 @@ class Hub(QObject):
         return self.reopen_window(str(params.get("window_id", "")))
 
     def on_hub_window_command(self, params: dict, link: RpcConnection) -> DeferredAnswer:
+        return self._ask_window(params, messages.WINDOW_RUN_COMMAND,
+                                {"command": params.get("command"), "args": params.get("args") or {}})
+
+    def on_hub_describe_window(self, params: dict, link: RpcConnection) -> DeferredAnswer:
+        return self._ask_window(params, messages.WINDOW_DESCRIBE, {})
+
+    def _ask_window(self, params: dict, method: str, window_params: dict) -> DeferredAnswer:
+        """Pass a request on to a window and answer with what it answers."""
         window_id = str(params.get("window_id", ""))
         target = self._links.get(window_id)
         if target is None:
             raise RpcError(RpcError.INVALID_PARAMS, f"Window {window_id!r} is not connected.")
         answer = DeferredAnswer()
-        target.request(
-            messages.WINDOW_RUN_COMMAND,
-            {"command": params.get("command"), "args": params.get("args") or {}},
-            on_result=answer.resolve,
-            on_error=answer.reject,
-            timeout_ms=int(params.get("timeout_ms", 10_000)),
-        )
+        target.request(method, window_params, on_result=answer.resolve, on_error=answer.reject,
+                       timeout_ms=int(params.get("timeout_ms", 10_000)))
         return answer
 
     def on_window_register(self, params: dict, link: RpcConnection) -> dict:

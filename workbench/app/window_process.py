@@ -18,20 +18,18 @@ from PySide6.QtCore import QObject, QTimer
 from PySide6.QtNetwork import QLocalSocket
 from PySide6.QtWidgets import QApplication
 
+from workbench.app.heavy_modules import heavy_modules_loaded
 from workbench.app.paint_marker import mark_first_paint
 from workbench.ipc import messages
 from workbench.ipc.client import HubClient
 from workbench.ipc.connection import RpcConnection
 from workbench.ipc.endpoint import ExclusiveLock, project_lock, socket_path
 from workbench.ipc.errors import IpcError, RpcError
-from workbench.project import Project, ProjectError, load_project, project_key
+from workbench.project import ProjectError, RecentProjects, load_project, project_key, user_config_dir
 from workbench.ui.commands import CommandError
 from workbench.ui.project_window import ProjectWindow
 
 log = logging.getLogger("workbench.window")
-
-# Modules that must never load while a window starts (each costs 0.1 to 1 s, see docs/startup.md).
-HEAVY_MODULES = ("torch", "onnx", "onnxruntime", "git", "paramiko", "jupyter_client", "qtconsole", "ipykernel")
 
 RECONNECT_DELAYS_MS = (100, 200, 400, 800, 1000)
 
@@ -68,6 +66,7 @@ class WindowHost(QObject):
         if not lock.try_acquire():
             raise ProjectAlreadyOpen(str(project.root))
         self._project_lock = lock
+        RecentProjects(user_config_dir()).add(project.root, project.name)
         self.window = ProjectWindow(project)
         self.window.sig_closed.connect(self._on_window_closed)
         self.window.sig_broadcast.connect(self.broadcast)
@@ -179,7 +178,7 @@ class WindowHost(QObject):
             "window_id": self.window_id,
             "pid": os.getpid(),
             "kind": self.kind,
-            "heavy_modules_loaded": sorted(m for m in HEAVY_MODULES if m in sys.modules),
+            "heavy_modules_loaded": heavy_modules_loaded(),
         }
         if self.window is not None:
             description.update(self.window.describe())

@@ -15,7 +15,8 @@ HUB_OPEN_PROJECT = "hub.open_project"  # {path, file?, line?} -> {window_id, pid
 HUB_SHOW_WELCOME = "hub.show_welcome"  # -> {}
 HUB_LIST_WINDOWS = "hub.list_windows"  # {all?} -> {windows: [entry...]}
 HUB_REOPEN_WINDOW = "hub.reopen_window"  # {window_id} -> {window_id, pid}
-HUB_WINDOW_COMMAND = "hub.window_command"  # {window_id, command, args} -> command's result
+HUB_WINDOW_COMMAND = "hub.window_command"  # {window_id, command, args} -> {result}
+HUB_DESCRIBE_WINDOW = "hub.describe_window"  # {window_id} -> what window.describe answers
 WINDOW_REGISTER = "window.register"  # {window_id, pid, kind, project, state} -> {hub_pid}
 
 # Notifications sent to the hub.

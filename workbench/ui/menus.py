@@ -51,7 +51,9 @@ class MenuBuilder:
         self._window.addAction(action)  # shortcuts work even for commands with no menu
         self.actions[command.id] = action
         if command.menu:
-            self._menu(command.menu).addAction(action)
+            menu = self._menu(command.menu)
+            menu.addAction(action)
+            self._menus[command.menu.split("/")[0]].menuAction().setVisible(True)
 
     def add_separator(self, menu: str) -> None:
         self._menu(menu).addSeparator()

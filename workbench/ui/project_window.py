@@ -94,6 +94,7 @@ class ProjectWindow(QMainWindow):
 
         self._register_commands()
         self.menus = MenuBuilder(self, self.commands, self.show_error)
+        self.menus.prune_empty()
         self.palette = CommandPalette(self.commands, self)
         self.palette.sig_command_chosen.connect(self.menus.run)
 

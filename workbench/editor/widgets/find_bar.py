@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
-from PySide6.QtGui import QKeyEvent, QRegularExpression, QTextCursor
+from PySide6.QtCore import QEvent, QObject, QRegularExpression, Qt, QTimer, Signal
+from PySide6.QtGui import QKeyEvent, QTextCursor
 from PySide6.QtWidgets import (
     QGridLayout,
     QLabel,

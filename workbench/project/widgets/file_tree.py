@@ -34,8 +34,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 EXPLORER_CONTEXT = "explorer"
-RENAME_SHORTCUT = QKeySequence(Qt.Key.Key_F2)
-DELETE_SHORTCUT = QKeySequence(QKeySequence.StandardKey.Delete)
+# Plain values, not QKeySequence objects: those cannot be made before the QApplication exists.
+RENAME_SHORTCUT = "F2"
+DELETE_SHORTCUT = QKeySequence.StandardKey.Delete
 
 
 class ProjectTree(QTreeView):
@@ -258,20 +259,21 @@ class ProjectTree(QTreeView):
     # ----------------------------------------------------------------- internals
 
     def keyPressEvent(self, event) -> None:
-        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and self.currentIndex().isValid():
-            self._open_index(self.currentIndex())
+        index = self.currentIndex()
+        if event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and index.isValid():
+            path = self.path_at(index)
+            if path.is_dir():
+                self.setExpanded(index, not self.isExpanded(index))
+            else:
+                self.sig_file_activated.emit(path)
             return
         super().keyPressEvent(event)
 
     def _open_index(self, index: QModelIndex) -> None:
+        # A double-clicked folder is expanded or collapsed by QTreeView itself.
         path = self.path_at(index)
-        if path is None:
-            return
-        if path.is_dir():
-            if not self.isExpanded(index) or index == self.currentIndex():
-                self.setExpanded(index, not self.isExpanded(index))
-            return
-        self.sig_file_activated.emit(path)
+        if path is not None and not path.is_dir():
+            self.sig_file_activated.emit(path)
 
     def _show_context_menu(self, position) -> None:
         menu = self.context_menu_for(self.path_at(self.indexAt(position)))
@@ -279,19 +281,20 @@ class ProjectTree(QTreeView):
         menu.deleteLater()
 
     def _menu_action(self, menu: QMenu, name: str, text: str, slot: Callable[[], object],
-                     shortcut: QKeySequence | None = None) -> QAction:
+                     shortcut: str | QKeySequence.StandardKey | None = None) -> QAction:
         action = menu.addAction(text)
         action.setObjectName(name)
         if shortcut is not None:
             # Shown in the menu as a reminder; the tree's own actions handle the keys.
-            action.setShortcut(shortcut)
+            action.setShortcut(QKeySequence(shortcut))
             action.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
         action.triggered.connect(slot)
         return action
 
-    def _add_shortcut(self, keys: QKeySequence, slot: Callable[[], object]) -> None:
+    def _add_shortcut(self, keys: str | QKeySequence.StandardKey, slot: Callable[[], object]
+                      ) -> None:
         action = QAction(self)
-        action.setShortcut(keys)
+        action.setShortcut(QKeySequence(keys))
         action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
         action.triggered.connect(slot)
         self.addAction(action)

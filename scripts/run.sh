@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Sets Workbench up and starts it. Without a display, says so and runs the headless demo instead:
+# it creates the digits project, renders the welcome and project windows to PNG files and prints
+# where they are.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+
+if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
+    exec .venv/bin/workbench --foreground "$@"
+fi
+
+cat <<'MSG'
+There is no display on this machine, so Workbench cannot show a window here.
+  - To use the app on a virtual display:   xvfb-run -a ./scripts/run.sh
+  - To render a window into a picture:     .venv/bin/workbench screenshot [PROJECT] -o window.png
+Running the headless demo instead.
+MSG
+demo=${WORKBENCH_DEMO_DIR:-$(mktemp -d /tmp/workbench-demo.XXXXXX)}
+export QT_QPA_PLATFORM=offscreen
+.venv/bin/workbench new --template digits "$demo/digits"
+.venv/bin/workbench screenshot -o "$demo/welcome.png"
+.venv/bin/workbench screenshot "$demo/digits" -o "$demo/digits-window.png"
+echo "Demo project: $demo/digits"
+echo "Pictures:     $demo/welcome.png  $demo/digits-window.png"

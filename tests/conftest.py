@@ -1,0 +1,22 @@
+"""Every test runs offscreen, with its own runtime folder (hub socket, locks) and config folder,
+so tests never meet a hub or a recent-projects list of the person running them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+@pytest.fixture(autouse=True)
+def private_workbench_folders(monkeypatch, tmp_path):
+    # Unix socket paths are limited to 107 bytes: pytest's tmp_path can be longer.
+    runtime = tempfile.mkdtemp(prefix="wb-", dir="/tmp")
+    monkeypatch.setenv("WORKBENCH_RUNTIME_DIR", runtime)
+    monkeypatch.setenv("WORKBENCH_CONFIG_DIR", str(tmp_path / "config"))
+    yield
+    shutil.rmtree(runtime, ignore_errors=True)

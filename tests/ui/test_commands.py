@@ -1,0 +1,45 @@
+from pathlib import Path
+
+import pytest
+
+from workbench.ui.commands import CommandError, CommandRegistry, fuzzy_score
+
+
+def test_a_command_runs_with_its_arguments_and_returns_its_result():
+    registry = CommandRegistry()
+    registry.add("editor.insertText", "Type Text", lambda text: text.upper())
+    assert registry.execute("editor.insertText", text="abc") == "ABC"
+
+
+def test_unknown_disabled_and_misused_commands_raise_command_errors():
+    registry = CommandRegistry()
+    registry.add("file.save", "Save", lambda: None, enabled=lambda: False)
+    registry.add("go.line", "Go to Line", lambda line: line)
+    with pytest.raises(CommandError, match="no command"):
+        registry.execute("file.nothing")
+    with pytest.raises(CommandError, match="not available"):
+        registry.execute("file.save")
+    with pytest.raises(CommandError, match="argument"):
+        registry.execute("go.line", column=3)
+
+
+def test_registering_an_id_twice_is_refused():
+    registry = CommandRegistry()
+    registry.add("a", "A", lambda: None)
+    with pytest.raises(CommandError):
+        registry.add("a", "A again", lambda: None)
+
+
+def test_explorer_commands_are_offered_only_for_paths_they_apply_to():
+    registry = CommandRegistry()
+    registry.add("model.quantize", "Quantize…", lambda path: path, context=("explorer",),
+                  applies_to=lambda p: p.suffix == ".onnx")
+    registry.add("file.reveal", "Reveal", lambda path: path, context=("explorer",))
+    assert [c.id for c in registry.for_context("explorer", Path("m.onnx"))] == ["model.quantize", "file.reveal"]
+    assert [c.id for c in registry.for_context("explorer", Path("train.py"))] == ["file.reveal"]
+
+
+def test_fuzzy_score_prefers_word_starts_and_rejects_missing_letters():
+    assert fuzzy_score("xyz", "File: Save") is None
+    assert fuzzy_score("save", "File: Save") > fuzzy_score("save", "View: Show Available Environments")
+    assert fuzzy_score("fs", "File: Save") is not None

@@ -1,0 +1,13 @@
+"""The modules no hub or window may load while starting: each costs 0.1 to 1 s (torch alone is
+ten times a bare Qt window). Capabilities import them inside the functions that need them."""
+
+from __future__ import annotations
+
+import sys
+
+HEAVY_MODULES = ("torch", "onnx", "onnxruntime", "onnxscript", "git", "paramiko", "jupyter_client",
+                 "qtconsole", "ipykernel", "sklearn")
+
+
+def heavy_modules_loaded() -> list[str]:
+    return sorted(name for name in HEAVY_MODULES if name in sys.modules)
