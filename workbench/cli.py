@@ -20,7 +20,9 @@ from workbench import __version__
 from workbench.ipc import messages
 from workbench.ipc.client import HubClient
 from workbench.ipc.errors import IpcError, RpcError
-from workbench.project import ProjectError, load_project
+
+# Capabilities, even workbench.project, are imported inside the commands that use them: every
+# millisecond spent here delays the window of `workbench open` when no hub runs yet.
 
 # name -> "module:attribute" of a click group; a capability adds its line here.
 CAPABILITY_GROUPS: dict[str, str] = {}
@@ -50,10 +52,27 @@ class LazyGroup(click.Group):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except (IpcError, ProjectError) as exc:
-            raise CliError(str(exc)) from None
-        except RpcError as exc:
-            raise CliError(exc.message) from None
+        except click.ClickException:
+            raise
+        except Exception as exc:
+            message = _user_message(exc)
+            if message is None:
+                raise
+            raise CliError(message) from None
+
+
+def _user_message(exc: Exception) -> str | None:
+    """The one-line message of an error the user can act on; None for a bug (full traceback)."""
+    if isinstance(exc, RpcError):
+        return exc.message
+    if isinstance(exc, IpcError):
+        return str(exc)
+    if "workbench.project" in sys.modules:
+        from workbench.project import ProjectError
+
+        if isinstance(exc, ProjectError):
+            return str(exc)
+    return None
 
 
 def _emit(data: object, as_json: bool, text: str) -> None:
@@ -151,24 +170,32 @@ def open_command(path: Path, line: int | None, as_json: bool) -> None:
     Forwards to the running hub and returns at once; starts a hub if none runs.
     """
     root, file = _project_root_for(path.expanduser().resolve())
-    project = load_project(root)
-    params = {"path": str(project.root), "file": str(file) if file else None, "line": line}
     hub = _connect_hub()
     if hub is None:
         _require_display()
         from workbench.app import launcher
 
-        # No hub: start the window straight away beside a new hub rather than after it; the
-        # window registers with the hub as soon as the hub listens.
+        # No hub: start the window first and a hub beside it, and check the project while they
+        # start. The window registers with the hub as soon as the hub listens; on a bad
+        # project the window stops by itself and this command says why.
         window_id = launcher.new_window_id()
-        process = launcher.spawn_window(window_id, project.root, file, line)
+        process = launcher.spawn_window(window_id, root, file, line)
+        _check_project(root)
         launcher.spawn_hub(show_welcome=False)
         result = {"window_id": window_id, "pid": process.pid, "already_open": False}
     else:
+        _check_project(root)
         with hub:
-            result = hub.call(messages.HUB_OPEN_PROJECT, params)
+            result = hub.call(messages.HUB_OPEN_PROJECT,
+                              {"path": str(root), "file": str(file) if file else None, "line": line})
     verb = "Focused" if result.get("already_open") else "Opened"
-    _emit(result, as_json, f"{verb} {project.root} (pid {result['pid']})")
+    _emit(result, as_json, f"{verb} {root} (pid {result['pid']})")
+
+
+def _check_project(root: Path) -> None:
+    from workbench.project import load_project
+
+    load_project(root)
 
 
 @cli.command("new")
@@ -229,7 +256,7 @@ def screenshot_command(path: Path | None, output: Path, size: str) -> None:
         raise CliError(f"--size must look like 1200x780, not {size!r}.") from None
     if path is not None:
         root, file = _project_root_for(path.expanduser().resolve())
-        load_project(root)
+        _check_project(root)
     else:
         root, file = None, None
     render_window(output, root, file, (width, height))

@@ -35,6 +35,7 @@ log = logging.getLogger("workbench.hub")
 SPARE_DELAY_MS = 800
 # How long a window that lost its link may take to be seen dead before it is called unreachable.
 CRASH_CHECK_MS = (50, 200, 500, 1000, 2000)
+IDLE_QUIT_MS = 30_000
 
 
 class Hub(QObject):
@@ -56,6 +57,9 @@ class Hub(QObject):
         self._reaper.start(1000)
         if show_welcome:
             self.show_welcome()
+        else:
+            # Started for a window that may fail to start: a hub with nothing to show goes away.
+            QTimer.singleShot(IDLE_QUIT_MS, self._quit_if_idle)
         if self._keep_spare:
             QTimer.singleShot(SPARE_DELAY_MS, self._ensure_spare)
 
@@ -72,7 +76,7 @@ class Hub(QObject):
             self._welcome = WelcomeWindow(self.recent)
             self._welcome.sig_open_project.connect(lambda path: self._open_from_welcome(path))
             self._welcome.sig_reopen_window.connect(self.reopen_window)
-            self._welcome.sig_closed.connect(self._quit_if_idle)
+            self._welcome.sig_closed.connect(lambda: self._quit_if_idle(welcome_closing=True))
             mark_first_paint(self._welcome, "welcome")
             self._refresh_welcome()
         self._welcome.show()
@@ -90,8 +94,9 @@ class Hub(QObject):
             if self._welcome is not None:
                 self._welcome.show_error(exc.message)
 
-    def _quit_if_idle(self) -> None:
-        if not self.registry.has_user_windows():
+    def _quit_if_idle(self, welcome_closing: bool = False) -> None:
+        welcome_shown = not welcome_closing and self._welcome is not None and self._welcome.isVisible()
+        if not self.registry.has_user_windows() and not welcome_shown:
             self.shutdown()
 
     def shutdown(self) -> None:

@@ -23,13 +23,6 @@ def parse_line_and_column(entry: str, current_line: int = 1) -> tuple[int, int]:
     return line, column
 
 
-def clamp_position(line: int, column: int, line_count: int, line_length: int) -> tuple[int, int]:
-    """(line, column) moved inside a text of ``line_count`` lines; ``line_length`` is the length of
-    the clamped line (callers look it up after clamping the line, see ``clamp_line``)."""
-    line = clamp_line(line, line_count)
-    return line, max(1, min(column, line_length + 1))
-
-
 def clamp_line(line: int, line_count: int) -> int:
     """``line`` (1-based) kept between 1 and ``line_count``."""
     return max(1, min(line, max(1, line_count)))

@@ -114,7 +114,7 @@ class ProjectWindow(QMainWindow):
         dock.setObjectName(f"dock-{dock_id}")
         dock.setWidget(widget)
         self.addDockWidget(area, dock)
-        self.commands.add(f"view.toggle.{dock_id}", f"Toggle {title}", lambda: dock.setVisible(not dock.isVisible()),
+        self.commands.add(f"view.toggle.{dock_id}", f"Toggle {title}", lambda: dock.setVisible(dock.isHidden()),
                           category="View", menu="View", shortcut=shortcut)
         return dock
 

@@ -18,7 +18,14 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 from workbench.editor.errors import EditorError
 from workbench.editor.highlighting import LineLexer, lexer_for_path
 from workbench.editor.hot_exit import HotExitStore
-from workbench.editor.textfile import EOL_NAMES, TextFile, decode_text, detect_eol, read_text_file, write_text_file
+from workbench.editor.textfile import (
+    EOL_NAMES,
+    TextFile,
+    decode_text,
+    detect_eol,
+    read_text_file,
+    write_text_file,
+)
 from workbench.editor.widgets.code_editor import CodeEditor
 from workbench.editor.widgets.disk_watcher import DiskWatcher
 from workbench.editor.widgets.find_bar import FindBar
@@ -91,7 +98,9 @@ class EditorTab(QWidget):
         try:
             return self.path.stat().st_size
         except FileNotFoundError:
-            raise EditorError(f"{self.path} does not exist. It may have been moved or deleted.") from None
+            raise EditorError(
+                f"{self.path} does not exist. It may have been moved or deleted."
+            ) from None
         except OSError as exc:
             raise EditorError(f"Cannot open {self.path}: {exc.strerror or exc}.") from None
 
@@ -436,7 +445,9 @@ def _make_closer(executors: list[ThreadPoolExecutor]):
     return close
 
 
-def open_editor_tab(path: Path, hot_exit: HotExitStore | None, parent: QWidget | None = None) -> EditorTab:
+def open_editor_tab(
+    path: Path, hot_exit: HotExitStore | None, parent: QWidget | None = None
+) -> EditorTab:
     """An EditorTab for ``path``: the code editor for text, a read-only view for binary files and
     for files above LARGE_FILE_BYTES. Raises EditorError when the file cannot be opened."""
     return EditorTab(Path(path), hot_exit, parent)

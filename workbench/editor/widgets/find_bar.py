@@ -8,12 +8,15 @@ from PySide6.QtCore import QEvent, QObject, QRegularExpression, Qt, QTimer, Sign
 from PySide6.QtGui import QKeyEvent, QTextCursor
 from PySide6.QtWidgets import (
     QGridLayout,
+    QHBoxLayout,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
     QToolButton,
     QWidget,
 )
+
+COUNT_LABEL_WIDTH = 150
 
 # Painting a highlight per match gets slow beyond this; the count stays exact.
 MAX_HIGHLIGHTED_MATCHES = 2000
@@ -36,6 +39,7 @@ class FindBar(QWidget):
         self._refresh_timer = QTimer(self, singleShot=True, interval=150)
         self._refresh_timer.timeout.connect(self._refresh)
         editor.document().contentsChange.connect(self._on_document_changed)
+        editor.cursorPositionChanged.connect(self._on_cursor_moved)
         self.hide()
 
     def _build(self) -> None:
@@ -50,20 +54,26 @@ class FindBar(QWidget):
         self.case_button = self._toggle("Aa", "Match case")
         self.word_button = self._toggle("ab", "Match whole word")
         self.count_label = QLabel("")
-        self.count_label.setMinimumWidth(90)
+        self.count_label.setFixedWidth(COUNT_LABEL_WIDTH)
         self.previous_button = self._button("↑", "Previous match (Shift+Enter)", self.find_previous)
         self.next_button = self._button("↓", "Next match (Enter)", self.find_next)
         self.close_button = self._button("✕", "Close (Esc)", self.close_bar)
         self.replace_button = self._button("Replace", "Replace this match", self.replace_current)
         self.replace_all_button = self._button("Replace all", "Replace every match", self.replace_all)
-        for column, widget in enumerate((
-            self.find_edit, self.regex_button, self.case_button, self.word_button,
-            self.count_label, self.previous_button, self.next_button, self.close_button,
-        )):
-            layout.addWidget(widget, 0, column)
+        # The two fields share column 0 so they line up; the buttons sit beside them.
+        find_tools, replace_tools = QHBoxLayout(), QHBoxLayout()
+        for widget in (
+            self.regex_button, self.case_button, self.word_button, self.count_label,
+            self.previous_button, self.next_button, self.close_button,
+        ):
+            find_tools.addWidget(widget)
+        replace_tools.addWidget(self.replace_button)
+        replace_tools.addWidget(self.replace_all_button)
+        replace_tools.addStretch(1)
+        layout.addWidget(self.find_edit, 0, 0)
+        layout.addLayout(find_tools, 0, 1)
         layout.addWidget(self.replace_edit, 1, 0)
-        layout.addWidget(self.replace_button, 1, 1, 1, 3)
-        layout.addWidget(self.replace_all_button, 1, 4, 1, 2)
+        layout.addLayout(replace_tools, 1, 1)
         layout.setColumnStretch(0, 1)
         self.find_edit.textChanged.connect(self._on_query_changed)
         self.find_edit.installEventFilter(self)
@@ -253,7 +263,7 @@ class FindBar(QWidget):
 
     def count_text(self) -> str:
         """What the count label says: "3 of 17", "17 results", "No results" or the regex error."""
-        return self.count_label.text()
+        return self.error or self.count_label.text()
 
     def _on_query_changed(self, *_: object) -> None:
         self._matches = None
@@ -266,35 +276,44 @@ class FindBar(QWidget):
         else:
             self._refresh()
 
+    def _on_cursor_moved(self) -> None:
+        if self.isVisible() and not self._refresh_timer.isActive():
+            self._refresh_label()
+
     def _on_document_changed(self, *_: object) -> None:
         self._matches = None
         if self.isVisible():
             self._refresh_timer.start()
 
     def _refresh(self) -> None:
-        matches = self._all_matches()
-        if self.error:
-            self.count_label.setText(self.error)
-            self.count_label.setToolTip(self.error)
-            self.find_edit.setStyleSheet("QLineEdit { border: 1px solid #d32f2f; color: #d32f2f; }")
-            self.count_label.setStyleSheet("color: #d32f2f;")
-        else:
-            self.find_edit.setStyleSheet("")
-            self.count_label.setStyleSheet("")
-            self.count_label.setToolTip("")
-            index = self.current_index()
-            if not self.find_edit.text():
-                self.count_label.setText("")
-            elif not matches:
-                self.count_label.setText("No results")
-            elif index is None:
-                self.count_label.setText(f"{len(matches)} results")
-            else:
-                self.count_label.setText(f"{index + 1} of {len(matches)}")
+        matches = self._refresh_label()
         if self.isVisible():
             self.editor.set_find_highlights(
                 [(start, end) for start, end, _ in matches[:MAX_HIGHLIGHTED_MATCHES]]
             )
+
+    def _refresh_label(self) -> list[tuple[int, int, list[str]]]:
+        matches = self._all_matches()
+        if self.error:
+            self.count_label.setText(self.count_label.fontMetrics().elidedText(
+                self.error, Qt.TextElideMode.ElideRight, COUNT_LABEL_WIDTH))
+            self.count_label.setToolTip(self.error)
+            self.find_edit.setStyleSheet("QLineEdit { border: 1px solid #d32f2f; color: #d32f2f; }")
+            self.count_label.setStyleSheet("color: #d32f2f;")
+            return matches
+        self.find_edit.setStyleSheet("")
+        self.count_label.setStyleSheet("")
+        self.count_label.setToolTip("")
+        index = self.current_index()
+        if not self.find_edit.text():
+            self.count_label.setText("")
+        elif not matches:
+            self.count_label.setText("No results")
+        elif index is None:
+            self.count_label.setText(f"{len(matches)} results")
+        else:
+            self.count_label.setText(f"{index + 1} of {len(matches)}")
+        return matches
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
         if event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent):

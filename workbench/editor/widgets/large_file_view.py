@@ -105,7 +105,7 @@ class LargeFileView(QAbstractScrollArea):
     def line_count(self) -> int:
         """Lines that can be shown so far (all of them once indexing is done)."""
         if self.indexing_done:
-            return len(self._starts)
+            return len(self._starts)  # empty once the file is closed
         # The last start found may belong to a line whose end is not scanned yet.
         return max(0, len(self._starts) - 1)
 
@@ -127,6 +127,9 @@ class LargeFileView(QAbstractScrollArea):
         """Stop indexing and release the file (the view shows nothing afterwards)."""
         self._poll.stop()
         self._file.close()
+        self._starts = np.zeros(0, dtype=np.int64)
+        self.indexing_done = True
+        self.viewport().update()
 
     # Geometry ---------------------------------------------------------------------------
 

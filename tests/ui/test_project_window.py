@@ -1,0 +1,133 @@
+"""The project window, in-process and offscreen."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel
+
+from workbench.project import create_from_template, load_project
+from workbench.ui.project_window import ProjectWindow
+
+
+@pytest.fixture
+def project(tmp_path):
+    return load_project(create_from_template("digits", tmp_path / "digits").root)
+
+
+@pytest.fixture
+def make_window(qtbot):
+    def make(project):
+        window = ProjectWindow(project)
+        qtbot.addWidget(window)
+        window.show()
+        return window
+
+    return make
+
+
+def test_a_new_window_shows_the_main_file_and_its_status(make_window, project):
+    window = make_window(project)
+    assert window.current_editor().path == project.root / "train.py"
+    texts = [label.text() for label in window.statusBar().findChildren(QLabel)]
+    assert "Ln 1, Col 1" in texts and "UTF-8" in texts and "LF" in texts and "Python" in texts
+
+
+def test_typing_marks_the_tab_modified_and_save_clears_it(make_window, project):
+    window = make_window(project)
+    window.commands.execute("editor.insertText", text="# note\n")
+    assert window.tabs.tabText(window.tabs.currentIndex()).endswith("●")
+    window.commands.execute("file.save")
+    assert window.tabs.tabText(window.tabs.currentIndex()) == "train.py"
+    assert (project.root / "train.py").read_text().startswith("# note\n")
+
+
+def test_opening_an_open_file_focuses_its_tab_instead_of_a_second_one(make_window, project):
+    window = make_window(project)
+    window.commands.execute("file.open", path="model.py")
+    window.commands.execute("file.open", path="train.py", line=5)
+    assert window.tabs.count() == 2
+    assert window.current_editor().cursor_position() == (5, 1)
+
+
+def test_a_file_that_cannot_be_opened_is_an_error_in_the_window_not_an_exception(make_window, project):
+    window = make_window(project)
+    assert window.open_file(project.root / "hparams") is None  # a folder
+    assert "hparams" in window.statusBar().currentMessage()
+
+
+def test_the_palette_finds_commands_by_a_few_letters_and_runs_the_chosen_one(make_window, project, qtbot):
+    window = make_window(project)
+    window.commands.execute("workbench.showCommands")
+    assert window.palette.isVisible()
+    qtbot.keyClicks(window.palette.query, "gotoline")
+    assert window.palette.matching("gotoline")[0][0] == "go.line"
+    assert window.palette.results.currentItem().data(Qt.ItemDataRole.UserRole) == "go.line"
+    labels = [label for _, label, _ in window.palette.matching("")]
+    assert "File: Save All" in labels and "Type Text" not in " ".join(labels)
+
+
+def test_menus_and_shortcuts_come_from_the_command_registry(make_window, project):
+    window = make_window(project)
+    action = window.menus.actions["file.save"]
+    assert action.shortcut().toString() == "Ctrl+S"
+    titles = [a.text() for a in window.menuBar().actions() if a.isVisible()]
+    assert titles[:4] == ["File", "Edit", "View", "Go"] and "Git" not in titles
+    window.commands.add("run.train", "Train Locally", lambda: None, menu="Run", shortcut="F5")
+    assert "Run" in [a.text() for a in window.menuBar().actions() if a.isVisible()]
+
+
+def test_open_tabs_cursor_and_layout_come_back_with_the_next_window(make_window, project, qtbot):
+    window = make_window(project)
+    window.open_file("model.py", line=8, column=3)
+    window.open_file("data.py")
+    window.tabs.setCurrentIndex(1)
+    window.explorer.hide()
+    window.close()
+
+    again = make_window(project)
+    assert [tab.path.name for tab in again.editors()] == ["train.py", "model.py", "data.py"]
+    assert again.current_editor().path.name == "model.py"
+    assert again.current_editor().cursor_position() == (8, 3)
+    assert not again.explorer.isVisible()
+
+
+def test_closing_the_window_keeps_unsaved_edits_for_the_next_one(make_window, project):
+    window = make_window(project)
+    window.commands.execute("editor.insertText", text="LR = 0.1\n")
+    window.close()
+    assert "LR = 0.1" not in (project.root / "train.py").read_text()
+
+    again = make_window(project)
+    editor = again.commands.execute("editor.describe")
+    assert editor["modified"] and editor["recovered"] and editor["text"].startswith("LR = 0.1\n")
+
+
+def test_closing_a_modified_tab_asks_and_cancel_keeps_it(make_window, project):
+    window = make_window(project)
+    window.commands.execute("editor.insertText", text="x")
+    window.ask_save_changes = lambda tab: "cancel"
+    assert window.close_tab(0) is False and window.tabs.count() == 1
+    window.ask_save_changes = lambda tab: "discard"
+    assert window.close_tab(0) is True and window.tabs.count() == 0
+    assert not list(window.hot_exit.entries())
+
+
+def test_a_capability_dock_gets_a_command_that_toggles_it(make_window, project):
+    window = make_window(project)
+    dock = window.add_dock("runs", "Runs", QLabel("runs"))
+    assert "view.toggle.runs" in window.commands
+    window.commands.execute("view.toggle.runs")
+    assert dock.isHidden()
+    window.commands.execute("view.toggle.runs")
+    assert not dock.isHidden()
+
+
+def test_an_event_from_another_window_reaches_its_handler(make_window, project):
+    window = make_window(project)
+    seen = []
+    window.on_event("model.produced", seen.append)
+    window.handle_event("model.produced", {"path": "m.onnx"})
+    assert seen == [{"path": "m.onnx"}]
