@@ -114,6 +114,7 @@ class ProjectWindow(QMainWindow):
         dock.setObjectName(f"dock-{dock_id}")
         dock.setWidget(widget)
         self.addDockWidget(area, dock)
+        dock.show()  # a dock added to a window already on screen starts hidden otherwise
         self.commands.add(f"view.toggle.{dock_id}", f"Toggle {title}", lambda: dock.setVisible(dock.isHidden()),
                           category="View", menu="View", shortcut=shortcut)
         return dock
