@@ -227,16 +227,6 @@ def test_find_bar_opens_from_the_tab_with_replace(qtbot, tmp_path):
     assert tab.find_bar.count_text() == "1 of 2"
 
 
-@pytest.mark.skipif(sys.version_info >= (3, 12), reason="None is immortal from Python 3.12")
-def test_none_survives_many_void_qt_calls(qtbot):
-    from PySide6.QtCore import QObject
-
-    holder = QObject()
-    for _ in range(20_000):
-        holder.setObjectName("x")
-    assert sys.getrefcount(None) > 1 << 40
-
-
 def test_editor_tab_class_is_exported():
     assert open_editor_tab.__name__ == "open_editor_tab" and EditorTab.save
 

@@ -7,9 +7,13 @@ viewer can show the first lines long before the last ones are found.
 from __future__ import annotations
 
 import mmap
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
+
+# Files above this size open in the read-only large-file view instead of the editor.
+LARGE_FILE_BYTES = 16 * 1024 * 1024
 
 CHUNK_BYTES = 8 * 1024 * 1024
 
@@ -25,6 +29,9 @@ def find_line_starts(
     ``on_chunk(new_starts, bytes_scanned)`` is called after each chunk with the starts found in
     it. Returns None when ``cancelled()`` turns true. A final line ending adds no empty line.
     """
+    # Leave this import here: numpy costs a tenth of a second, and only huge files need it.
+    import numpy as np
+
     size = len(data)
     parts = [np.zeros(1, dtype=np.int64)]
     if on_chunk is not None:

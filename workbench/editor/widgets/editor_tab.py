@@ -10,6 +10,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtGui import QTextCursor
@@ -18,6 +19,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 from workbench.editor.errors import EditorError
 from workbench.editor.highlighting import LineLexer, lexer_for_path
 from workbench.editor.hot_exit import HotExitStore
+from workbench.editor.line_index import LARGE_FILE_BYTES
 from workbench.editor.textfile import (
     EOL_NAMES,
     TextFile,
@@ -30,9 +32,11 @@ from workbench.editor.widgets.code_editor import CodeEditor
 from workbench.editor.widgets.disk_watcher import DiskWatcher
 from workbench.editor.widgets.find_bar import FindBar
 from workbench.editor.widgets.go_to_line_bar import GoToLineBar
-from workbench.editor.widgets.large_file_view import LARGE_FILE_BYTES, LargeFileView
 from workbench.editor.widgets.notice_bar import NoticeArea
 from workbench.editor.widgets.syntax_highlighter import SyntaxHighlighter
+
+if TYPE_CHECKING:
+    from workbench.editor.widgets.large_file_view import LargeFileView
 
 # Within a second of the last keystroke the buffer is on disk, without writing on every key.
 HOT_EXIT_DELAY_MS = 500
@@ -66,7 +70,7 @@ class EditorTab(QWidget):
         self._loading = False
         self._executor: ThreadPoolExecutor | None = None
         self.editor: CodeEditor | None = None
-        self.large_view: LargeFileView | None = None
+        self.large_view: "LargeFileView | None" = None
         self.highlighter: SyntaxHighlighter | None = None
         self.disk_watcher: DiskWatcher | None = None
 
@@ -105,6 +109,9 @@ class EditorTab(QWidget):
             raise EditorError(f"Cannot open {self.path}: {exc.strerror or exc}.") from None
 
     def _open_large(self, size: int) -> None:
+        # Leave this import here: the large-file view brings numpy, which only huge files need.
+        from workbench.editor.widgets.large_file_view import LargeFileView
+
         self.large_view = LargeFileView(self.path, self)
         self.body = self.large_view
         self.find_bar = None

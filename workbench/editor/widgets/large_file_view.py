@@ -17,11 +17,8 @@ from PySide6.QtGui import QColor, QGuiApplication, QKeySequence, QKeyEvent, QMou
 from PySide6.QtWidgets import QAbstractScrollArea, QWidget
 
 from workbench.editor.errors import EditorError
-from workbench.editor.line_index import find_line_starts, line_bytes
+from workbench.editor.line_index import LARGE_FILE_BYTES, find_line_starts, line_bytes
 from workbench.editor.widgets import theme
-
-# Files above this size open in the large-file view instead of the editor.
-LARGE_FILE_BYTES = 16 * 1024 * 1024
 
 # Only this much of one line is drawn: a minified file can have one line of hundreds of megabytes.
 MAX_SHOWN_LINE_BYTES = 16 * 1024
