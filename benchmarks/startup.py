@@ -127,7 +127,7 @@ def hub_cold_start(base: Path) -> float:
     session = Session(base, "hub")
     session.env["WORKBENCH_NO_SPARE"] = "1"
     start = time.monotonic()
-    subprocess.Popen([sys.executable, "-m", "workbench.app.hub"], env=session.env,
+    subprocess.Popen([sys.executable, "-m", "workbench.app.hub_process"], env=session.env,
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, painted = session.wait_for_mark("welcome")
     session.close()
@@ -136,7 +136,7 @@ def hub_cold_start(base: Path) -> float:
 
 def open_project_times(base: Path, projects: list[Path]) -> list[float]:
     session = Session(base, "open")
-    subprocess.Popen([sys.executable, "-m", "workbench.app.hub", "--no-welcome"], env=session.env,
+    subprocess.Popen([sys.executable, "-m", "workbench.app.hub_process", "--no-welcome"], env=session.env,
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     times = []
     try:
@@ -195,7 +195,7 @@ def ipc_roundtrip_ratio(base: Path, count: int) -> tuple[float, float]:
     echo.stdout.readline()
     session = Session(base, "ipc")
     session.env["WORKBENCH_NO_SPARE"] = "1"
-    subprocess.Popen([sys.executable, "-m", "workbench.app.hub", "--no-welcome"], env=session.env,
+    subprocess.Popen([sys.executable, "-m", "workbench.app.hub_process", "--no-welcome"], env=session.env,
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30

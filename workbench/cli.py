@@ -139,7 +139,7 @@ def cli(ctx: click.Context, foreground: bool) -> None:
         return
     _require_display()
     if foreground:
-        from workbench.app.hub import main as hub_main
+        from workbench.app.hub_process import main as hub_main
 
         sys.exit(hub_main([]))
     hub, started = _start_or_connect_hub(show_welcome=True)

@@ -109,7 +109,7 @@ def test_two_workbench_calls_at_the_same_moment_end_with_exactly_one_hub(workben
     for call in calls:
         assert call.wait(timeout=60) == 0, call.stderr.read()
     hubs = [pid for pid in processes_with_env("WORKBENCH_RUNTIME_DIR", os.environ["WORKBENCH_RUNTIME_DIR"])
-            if b"workbench.app.hub" in Path(f"/proc/{pid}/cmdline").read_bytes() and is_alive(pid)]
+            if b"workbench.app.hub_process" in Path(f"/proc/{pid}/cmdline").read_bytes() and is_alive(pid)]
     assert hubs == [workbench.hub_pid()]
 
 

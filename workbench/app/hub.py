@@ -1,16 +1,14 @@
-"""The hub process: the welcome window, the registry of windows, and the IPC server.
+"""The hub: the welcome window, the registry of windows, and the IPC server.
 
 It holds no project state, so losing it costs nothing: windows keep working and register again
-with the next hub. Run as ``python -m workbench.app.hub``; ``workbench`` starts it detached.
+with the next hub. The process entry point is workbench.app.hub_process.
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer
@@ -19,12 +17,11 @@ from PySide6.QtWidgets import QApplication
 from workbench import __version__
 from workbench.app import launcher
 from workbench.app.heavy_modules import heavy_modules_loaded
-from workbench.app.paint_marker import mark_first_paint
 from workbench.app.registry import WindowEntry, WindowRegistry, process_is_alive
 from workbench.ipc import messages
 from workbench.ipc.connection import DeferredAnswer, RpcConnection
-from workbench.ipc.endpoint import hub_lock, socket_path
-from workbench.ipc.errors import IpcError, RpcError
+from workbench.ipc.endpoint import socket_path
+from workbench.ipc.errors import RpcError
 from workbench.ipc.server import RpcServer
 from workbench.project import ProjectError, RecentProjects, load_project, user_config_dir
 
@@ -41,7 +38,8 @@ IDLE_QUIT_MS = 30_000
 class Hub(QObject):
     """Answers the hub.* messages and keeps the registry true."""
 
-    def __init__(self, show_welcome: bool = True, keep_spare: bool = True):
+    def __init__(self, welcome=None, keep_spare: bool = True):
+        """``welcome`` is the welcome window when the hub process already shows one."""
         super().__init__()
         self.registry = WindowRegistry()
         self.recent = RecentProjects(user_config_dir())
@@ -55,8 +53,8 @@ class Hub(QObject):
         self._reaper = QTimer(self)
         self._reaper.timeout.connect(self._reap_children)
         self._reaper.start(1000)
-        if show_welcome:
-            self.show_welcome()
+        if welcome is not None:
+            self._adopt_welcome(welcome)
         else:
             # Started for a window that may fail to start: a hub with nothing to show goes away.
             QTimer.singleShot(IDLE_QUIT_MS, self._quit_if_idle)
@@ -73,15 +71,23 @@ class Hub(QObject):
         if self._welcome is None:
             from workbench.ui.welcome_window import WelcomeWindow  # built on first need only
 
-            self._welcome = WelcomeWindow(self.recent)
-            self._welcome.sig_open_project.connect(lambda path: self._open_from_welcome(path))
-            self._welcome.sig_reopen_window.connect(self.reopen_window)
-            self._welcome.sig_closed.connect(lambda: self._quit_if_idle(welcome_closing=True))
-            mark_first_paint(self._welcome, "welcome")
-            self._refresh_welcome()
+            self._adopt_welcome(WelcomeWindow(self.recent))
         self._welcome.show()
         self._welcome.raise_()
         self._welcome.activateWindow()
+
+    def _adopt_welcome(self, welcome) -> None:
+        self._welcome = welcome
+        welcome.sig_open_project.connect(self._open_from_welcome)
+        welcome.sig_reopen_window.connect(self._reopen_from_welcome)
+        welcome.sig_closed.connect(lambda: self._quit_if_idle(welcome_closing=True))
+        self._refresh_welcome()
+
+    def _reopen_from_welcome(self, window_id: str) -> None:
+        try:
+            self.reopen_window(window_id)
+        except RpcError as exc:
+            self._welcome.show_error(exc.message)
 
     def _refresh_welcome(self) -> None:
         if self._welcome is not None:
@@ -305,37 +311,3 @@ class Hub(QObject):
         for link in list(self._links.values()):
             if link.is_open:
                 link.notify(messages.EVENT, {"event": messages.EVENT_WINDOWS_CHANGED, "data": {}, "sender": None})
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="workbench-hub")
-    parser.add_argument("--no-welcome", action="store_true", help="start without the welcome window")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-
-    try:
-        lock = hub_lock()
-        if not lock.try_acquire():
-            # Another hub won the race; whoever started us talks to that one.
-            log.info("A hub is already running (pid %s); exiting", lock.holder_pid())
-            return 0
-    except IpcError as exc:
-        print(f"workbench: {exc}", file=sys.stderr)
-        return 1
-
-    app = QApplication(sys.argv[:1])
-    app.setApplicationName("Workbench")
-    app.setQuitOnLastWindowClosed(False)
-    hub = Hub(show_welcome=not args.no_welcome)
-    try:
-        hub.start()
-    except IpcError as exc:
-        print(f"workbench: {exc}", file=sys.stderr)
-        return 1
-    code = app.exec()
-    lock.release()
-    return code
-
-
-if __name__ == "__main__":
-    sys.exit(main())

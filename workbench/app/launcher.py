@@ -39,7 +39,7 @@ def spawn_hub(show_welcome: bool = True) -> subprocess.Popen:
     log_path = hub_log_path()
     with open(log_path, "ab") as log_file:
         return subprocess.Popen(
-            [sys.executable, "-m", "workbench.app.hub", *args],
+            [sys.executable, "-m", "workbench.app.hub_process", *args],
             stdin=subprocess.DEVNULL,
             stdout=log_file,
             stderr=subprocess.STDOUT,

@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +78,20 @@ class WindowHost(QObject):
         self.window.show()
         self.window.raise_()
         self.window.activateWindow()
+
+    def warm_up(self) -> None:
+        """Build and throw away a window on a scratch project, so that the real one is built
+        from warm caches (lexer tables, Qt enums, fonts, styles): a spare's whole purpose."""
+        scratch = Path(tempfile.mkdtemp(prefix="workbench-spare-"))
+        try:
+            (scratch / "main.py").write_text('"""Warm-up."""\nimport os\n\n\ndef f(x):\n    return [x, 1.0, "s"]  # c\n')
+            window = ProjectWindow(load_project(scratch))
+            window.resize(1200, 780)
+            window.grab()
+            window.deleteLater()
+            QApplication.processEvents()
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
 
     def broadcast(self, event: str, data: object) -> None:
         if self._link is not None and self._link.is_open:
@@ -249,6 +265,8 @@ def main(argv: list[str] | None = None) -> int:
             # a dialog here could wait forever on a machine without a display.
             print(f"workbench: {exc}", file=sys.stderr)
             return 2
+    else:
+        host.warm_up()
     host.connect_to_hub()
     return app.exec()
 

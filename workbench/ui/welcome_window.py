@@ -23,7 +23,6 @@ from PySide6.QtWidgets import (
 from workbench import __version__
 from workbench.ipc import messages
 from workbench.project import RecentProjects
-from workbench.ui.new_project_dialog import NewProjectDialog
 
 PATH_ROLE = Qt.ItemDataRole.UserRole
 WINDOW_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -157,6 +156,8 @@ class WelcomeWindow(QMainWindow):
         box.open()
 
     def new_project(self) -> None:
+        from workbench.ui.new_project_dialog import NewProjectDialog  # only when asked for
+
         dialog = NewProjectDialog(self)
         if dialog.exec() and dialog.created_project is not None:
             self.sig_open_project.emit(str(dialog.created_project))

@@ -1,0 +1,78 @@
+"""Entry point of the hub process (``python -m workbench.app.hub_process [--no-welcome]``).
+
+The welcome window is put on screen first and the hub's own machinery (IPC server, registry,
+process launcher) is loaded just after it has painted: a person sees the window as soon as a
+bare Qt program could show one, and the hub answers a few milliseconds later.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from workbench.ipc.endpoint import hub_lock
+from workbench.ipc.errors import IpcError
+
+# If the first paint never comes (a window manager that maps late), start the hub anyway.
+START_ANYWAY_MS = 1000
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if "-h" in args or "--help" in args:
+        print("usage: python -m workbench.app.hub_process [--no-welcome]")
+        return 0
+    show_welcome = "--no-welcome" not in args
+    try:
+        lock = hub_lock()
+        if not lock.try_acquire():
+            # Another hub won the race; whoever started this one talks to that one.
+            return 0
+    except IpcError as exc:
+        print(f"workbench: {exc}", file=sys.stderr)
+        return 1
+
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from workbench.app.paint_marker import after_first_paint, mark_first_paint
+
+    app = QApplication(sys.argv[:1])
+    app.setApplicationName("Workbench")
+    app.setQuitOnLastWindowClosed(False)
+    started: list = []
+
+    def start_hub() -> None:
+        if started:
+            return
+        import logging
+
+        from workbench.app.hub import Hub
+
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+        hub = Hub(welcome=welcome)
+        started.append(hub)
+        try:
+            hub.start()
+        except IpcError as exc:
+            print(f"workbench: {exc}", file=sys.stderr)
+            app.exit(1)
+
+    welcome = None
+    if show_welcome:
+        from workbench.project.recent import RecentProjects, user_config_dir
+        from workbench.ui.welcome_window import WelcomeWindow
+
+        welcome = WelcomeWindow(RecentProjects(user_config_dir()))
+        mark_first_paint(welcome, "welcome")
+        after_first_paint(welcome, start_hub)
+        welcome.show()
+        QTimer.singleShot(START_ANYWAY_MS, start_hub)
+    else:
+        start_hub()
+    code = app.exec()
+    lock.release()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
