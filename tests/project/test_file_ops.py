@@ -88,7 +88,7 @@ def test_deleting_the_same_name_twice_keeps_both_copies(tmp_path):
 def test_delete_finds_the_project_root_by_its_project_file(tmp_path):
     (tmp_path / "workbench.toml").write_text("")
     (tmp_path / "deep" / "er").mkdir(parents=True)
-    where = delete(tmp_path / "deep" / "er", )
+    where = delete(tmp_path / "deep" / "er")
     assert where.is_relative_to(tmp_path / ".workbench" / "trash")
     assert where.is_dir()
 

@@ -1,3 +1,4 @@
+import os
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,10 @@ def test_created_project_loads_again_the_same(tmp_path):
     again = load_project(tmp_path / "d")
     assert (again.name, again.main_file, again.settings) == \
         (created.name, created.main_file, created.settings)
+
+
+@pytest.mark.skipif(not (Path("/proc").is_dir() and os.access("/proc", os.W_OK)),
+                    reason="needs a folder that only a real probe finds unwritable")
+def test_unwritable_parent_folder_is_a_clear_error():
+    with pytest.raises(ProjectError, match="Cannot write in /proc"):
+        create_from_template("empty", Path("/proc") / "new-project")

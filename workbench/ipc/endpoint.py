@@ -10,7 +10,6 @@ from __future__ import annotations
 import fcntl
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 from .errors import IpcError
@@ -28,7 +27,7 @@ def runtime_dir() -> Path:
     elif os.environ.get("XDG_RUNTIME_DIR"):
         folder = Path(os.environ["XDG_RUNTIME_DIR"]) / "workbench"
     else:
-        folder = Path(tempfile.gettempdir()) / f"workbench-{os.getuid()}"
+        folder = Path(os.environ.get("TMPDIR") or "/tmp") / f"workbench-{os.getuid()}"
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         info = folder.stat()

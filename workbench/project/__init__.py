@@ -1,46 +1,78 @@
 """The project capability: the project folder and its ``workbench.toml``, templates, the recent
 projects list, per-project window state and file operations. Qt-free; widgets are in
-``workbench.project.widgets``."""
+``workbench.project.widgets``.
 
-from workbench.project.errors import ProjectError
-from workbench.project.file_ops import check_name, create_file, create_folder, delete, rename
-from workbench.project.project_file import (
-    PROJECT_FILE,
-    STATE_DIR,
-    Project,
-    ensure_state_dir,
-    is_writable,
-    load_project,
-    project_key,
-)
-from workbench.project.recent import RecentProject, RecentProjects, user_config_dir
-from workbench.project.resources import resources_dir, templates_dir
-from workbench.project.templates import TemplateInfo, create_from_template, list_templates
-from workbench.project.window_state import OpenFile, WindowState, WindowStateStore
+Names are imported from their modules on first use (PEP 562), so ``from workbench.project import
+RecentProjects`` does not also load templates and file operations on a timed start-up path.
+"""
 
-__all__ = [
-    "PROJECT_FILE",
-    "STATE_DIR",
-    "OpenFile",
-    "Project",
-    "ProjectError",
-    "RecentProject",
-    "RecentProjects",
-    "TemplateInfo",
-    "WindowState",
-    "WindowStateStore",
-    "check_name",
-    "create_file",
-    "create_folder",
-    "create_from_template",
-    "delete",
-    "ensure_state_dir",
-    "is_writable",
-    "list_templates",
-    "load_project",
-    "project_key",
-    "rename",
-    "resources_dir",
-    "templates_dir",
-    "user_config_dir",
-]
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+_WHERE = {
+    "ProjectError": "errors",
+    "check_name": "file_ops",
+    "create_file": "file_ops",
+    "create_folder": "file_ops",
+    "delete": "file_ops",
+    "rename": "file_ops",
+    "PROJECT_FILE": "project_file",
+    "STATE_DIR": "project_file",
+    "Project": "project_file",
+    "ensure_state_dir": "project_file",
+    "is_writable": "project_file",
+    "load_project": "project_file",
+    "project_key": "project_file",
+    "RecentProject": "recent",
+    "RecentProjects": "recent",
+    "user_config_dir": "recent",
+    "resources_dir": "resources",
+    "templates_dir": "resources",
+    "TemplateInfo": "templates",
+    "create_from_template": "templates",
+    "list_templates": "templates",
+    "OpenFile": "window_state",
+    "WindowState": "window_state",
+    "WindowStateStore": "window_state",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'workbench.project' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"workbench.project.{module}"), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))
+
+
+if TYPE_CHECKING:
+    from workbench.project.errors import ProjectError
+    from workbench.project.file_ops import (
+        check_name,
+        create_file,
+        create_folder,
+        delete,
+        rename,
+    )
+    from workbench.project.project_file import (
+        PROJECT_FILE,
+        STATE_DIR,
+        Project,
+        ensure_state_dir,
+        is_writable,
+        load_project,
+        project_key,
+    )
+    from workbench.project.recent import RecentProject, RecentProjects, user_config_dir
+    from workbench.project.resources import resources_dir, templates_dir
+    from workbench.project.templates import TemplateInfo, create_from_template, list_templates
+    from workbench.project.window_state import OpenFile, WindowState, WindowStateStore

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 
@@ -17,7 +16,10 @@ def write_atomically(path: Path | str, data: bytes, mode: int | None = None) -> 
         keep_mode = path.stat().st_mode & 0o7777
     except FileNotFoundError:
         keep_mode = 0o644 if mode is None else mode
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    # Not tempfile.mkstemp: importing tempfile costs more than a window's whole start-up budget
+    # for this; O_EXCL with a random name gives the same guarantee.
+    tmp_name = str(path.parent / f".{path.name}.{os.urandom(6).hex()}.tmp")
+    fd = os.open(tmp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
         with os.fdopen(fd, "wb") as tmp:
             tmp.write(data)

@@ -7,7 +7,6 @@ relative to the project, so it can be put back by hand.
 from __future__ import annotations
 
 import os
-import shutil
 from datetime import datetime
 from pathlib import Path
 
@@ -101,6 +100,8 @@ def delete(path: Path, root: Path | None = None) -> Path:
     destination = trash / relative
     try:
         destination.parent.mkdir(parents=True, exist_ok=True)
+        import shutil  # only deleting needs it; the module is on the window's start-up path
+
         # shutil.move renames when it can and copies when the trash is on another disk.
         shutil.move(os.fspath(path), os.fspath(destination))
     except OSError as exc:

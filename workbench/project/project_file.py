@@ -6,11 +6,9 @@ adds a name, the file to open first and settings for other capabilities.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import tomllib
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +56,8 @@ def project_key(root: Path | str) -> str:
 
     Use it to name per-project things that live outside the project, such as sockets or caches.
     """
+    import hashlib  # here, not at the top: it loads OpenSSL, and window start-up is timed
+
     resolved = str(Path(root).expanduser().resolve())
     return hashlib.sha256(resolved.encode("utf-8")).hexdigest()[:16]
 
@@ -103,7 +103,7 @@ def is_writable(folder: Path) -> bool:
     Probes by creating and deleting a file: ``os.access`` says yes to root even on a read-only
     mount, and tests run as root.
     """
-    probe = folder / f".workbench-write-probe-{uuid.uuid4().hex}"
+    probe = folder / f".workbench-write-probe-{os.urandom(8).hex()}"
     try:
         fd = os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
     except OSError:

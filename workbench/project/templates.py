@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import tempfile
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,8 +22,7 @@ TEMPLATE_FILE = "template.toml"
 
 # Never carried from a template into a project: the description, and leftovers from trying the
 # template out in place.
-_NOT_COPIED = shutil.ignore_patterns(TEMPLATE_FILE, "__pycache__", "*.pyc", ".workbench", "runs",
-                                     "outputs")
+NOT_COPIED = (TEMPLATE_FILE, "__pycache__", "*.pyc", ".workbench", "runs", "outputs")
 
 
 @dataclass(frozen=True)
@@ -56,6 +53,10 @@ def create_from_template(template: str, dest: Path | str, name: str | None = Non
     ``name`` defaults to the folder name. The project is built in a hidden sibling folder and
     renamed into place, so a failure never leaves a half-made project behind.
     """
+    # Here, not at the top: only creating a project needs them, and window start-up is timed.
+    import shutil
+    import tempfile
+
     source = _find_template(template, templates_dir)
     dest = Path(dest).expanduser().absolute()
     _check_destination(dest)
@@ -66,7 +67,7 @@ def create_from_template(template: str, dest: Path | str, name: str | None = Non
     building = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".creating", dir=dest.parent))
     try:
         project_dir = building / "project"
-        shutil.copytree(source, project_dir, ignore=_NOT_COPIED)
+        shutil.copytree(source, project_dir, ignore=shutil.ignore_patterns(*NOT_COPIED))
         _write_project_name(project_dir / PROJECT_FILE, name)
         if dest.exists():
             dest.rmdir()  # checked empty above; rename cannot replace a folder on every OS

@@ -151,7 +151,6 @@ class EditorTab(QWidget):
                 kind="warning",
             )
             return
-        self.highlighter = SyntaxHighlighter(self.editor.document(), line_lexer)
         document = self.editor.document()
         document.setModified(False)
         document.modificationChanged.connect(self.sig_modified_changed)
@@ -167,6 +166,9 @@ class EditorTab(QWidget):
         self._base_sha256 = file.disk_sha256
         self._check_writable()
         self._restore_hot_exit()
+        # Attached last, so recovered text is not highlighted twice. It colours the first screen
+        # now and the rest of the file in the background.
+        self.highlighter = SyntaxHighlighter(document, line_lexer)
 
     def _check_writable(self) -> None:
         if not os.access(self.path.parent, os.W_OK):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Any, Callable, Protocol
 
 from PySide6.QtCore import QDir, QModelIndex, Qt, QUrl, Signal
 from PySide6.QtGui import QAction, QDesktopServices, QGuiApplication, QKeySequence
@@ -27,16 +27,21 @@ from workbench.project import file_ops
 from workbench.project.errors import ProjectError
 from workbench.project.widgets.project_filter import ProjectFilter
 
-if TYPE_CHECKING:
-    # Only for the annotation: ui sits above the capabilities, so it is not imported at run time.
-    from workbench.ui.commands import CommandRegistry
-
 log = logging.getLogger(__name__)
 
 EXPLORER_CONTEXT = "explorer"
 # Plain values, not QKeySequence objects: those cannot be made before the QApplication exists.
 RENAME_SHORTCUT = "F2"
 DELETE_SHORTCUT = QKeySequence.StandardKey.Delete
+
+
+class ExplorerCommands(Protocol):
+    """What the tree needs of the window's command registry (``workbench.ui.commands``
+    ``CommandRegistry`` fits). A protocol, because capabilities do not import the shell."""
+
+    def for_context(self, context: str, path: Path) -> list[Any]: ...
+
+    def execute(self, command_id: str, **args: Any) -> Any: ...
 
 
 class ProjectTree(QTreeView):
@@ -51,7 +56,7 @@ class ProjectTree(QTreeView):
     sig_path_deleted = Signal(Path)
     """A file or folder was moved to the project's trash through the tree: ``(path)``."""
 
-    def __init__(self, root: Path, commands: CommandRegistry | None = None,
+    def __init__(self, root: Path, commands: ExplorerCommands | None = None,
                  parent: QWidget | None = None):
         super().__init__(parent)
         self.root = Path(root).resolve()
@@ -288,7 +293,8 @@ class ProjectTree(QTreeView):
             # Shown in the menu as a reminder; the tree's own actions handle the keys.
             action.setShortcut(QKeySequence(shortcut))
             action.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
-        action.triggered.connect(slot)
+        # Through a lambda so QAction's "checked" argument never reaches the slot.
+        action.triggered.connect(lambda *_: slot())
         return action
 
     def _add_shortcut(self, keys: str | QKeySequence.StandardKey, slot: Callable[[], object]
