@@ -131,3 +131,24 @@ def test_an_event_from_another_window_reaches_its_handler(make_window, project):
     window.on_event("model.produced", seen.append)
     window.handle_event("model.produced", {"path": "m.onnx"})
     assert seen == [{"path": "m.onnx"}]
+
+
+def test_renaming_an_open_file_in_the_explorer_moves_its_tab_with_unsaved_edits(make_window, project):
+    window = make_window(project)
+    window.open_file("model.py")
+    window.commands.execute("editor.insertText", text="# edited\n")
+    window.tree.ask_name = lambda *args, **kwargs: "network.py"
+    window.tree.rename_path(project.root / "model.py")
+    names = [tab.path.name for tab in window.editors()]
+    assert names == ["train.py", "network.py"]
+    moved = window.editors()[1]
+    assert moved.is_modified() and moved.text().startswith("# edited\n")
+    assert not (project.root / "network.py").read_text().startswith("# edited")
+
+
+def test_deleting_an_open_file_in_the_explorer_closes_its_clean_tab(make_window, project):
+    window = make_window(project)
+    window.open_file("data.py")
+    window.tree.confirm_delete = lambda path: True
+    window.tree.delete_path(project.root / "data.py")
+    assert [tab.path.name for tab in window.editors()] == ["train.py"]

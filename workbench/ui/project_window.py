@@ -79,6 +79,8 @@ class ProjectWindow(QMainWindow):
 
         self.tree = ProjectTree(project.root, self.commands)
         self.tree.sig_file_activated.connect(self.open_file)
+        self.tree.sig_path_renamed.connect(self._follow_rename)
+        self.tree.sig_path_deleted.connect(self._close_deleted)
         self.explorer = self.add_dock("explorer", "Explorer", self.tree, Qt.DockWidgetArea.LeftDockWidgetArea,
                                       shortcut="Ctrl+Shift+E")
 
@@ -209,6 +211,35 @@ class ProjectWindow(QMainWindow):
             if tab.is_modified() and not tab.is_read_only() and self._save(tab):
                 saved += 1
         return saved
+
+    def _tabs_under(self, path: Path) -> list[EditorTab]:
+        path = path.resolve()
+        return [tab for tab in self.editors() if tab.path == path or path in tab.path.parents]
+
+    def _follow_rename(self, old: Path, new: Path) -> None:
+        """Tabs of a renamed file or folder move to the new path, unsaved edits included."""
+        for tab in self._tabs_under(old):
+            moved = new.resolve() / tab.path.relative_to(old.resolve())
+            index = self.tabs.indexOf(tab)
+            line, column = tab.cursor_position()
+            edited = tab.text() if tab.is_modified() else None
+            tab.discard_hot_exit()
+            self.tabs.removeTab(index)
+            tab.deleteLater()
+            replacement = self.open_file(moved, line, column)
+            if replacement is None:
+                continue
+            self.tabs.tabBar().moveTab(self.tabs.indexOf(replacement), index)
+            if edited is not None:
+                replacement.editor.selectAll()
+                replacement.editor.insertPlainText(edited)
+                replacement.set_cursor_position(line, column)
+
+    def _close_deleted(self, path: Path) -> None:
+        """Tabs of a deleted file close, unless they hold unsaved edits (those stay, to save)."""
+        for tab in self._tabs_under(path):
+            if not tab.is_modified():
+                self.close_tab(self.tabs.indexOf(tab))
 
     def _update_tab_title(self, tab: EditorTab) -> None:
         index = self.tabs.indexOf(tab)

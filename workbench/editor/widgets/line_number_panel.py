@@ -17,6 +17,7 @@ class LineNumberPanel(QWidget):
     def __init__(self, editor: QPlainTextEdit) -> None:
         super().__init__(editor)
         self.editor = editor
+        self._margin = -1
         editor.blockCountChanged.connect(self.update_width)
         editor.updateRequest.connect(self._on_update_request)
         editor.cursorPositionChanged.connect(self.update)
@@ -32,7 +33,12 @@ class LineNumberPanel(QWidget):
 
     def update_width(self, *_: object) -> None:
         """Make room in the editor's margin for the current number of digits."""
-        self.editor.setViewportMargins(self.width_needed(), 0, 0, 0)
+        width = self.width_needed()
+        # Qt asks for this on every repaint of the whole viewport (once per highlighted line
+        # while a file is being coloured); setting unchanged margins relayouts for nothing.
+        if width != self._margin:
+            self._margin = width
+            self.editor.setViewportMargins(width, 0, 0, 0)
 
     def place(self) -> None:
         """Follow the editor's geometry (called from the editor's resize)."""
