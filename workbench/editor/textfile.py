@@ -7,6 +7,7 @@ the byte-order mark found on disk are kept beside it and restored on save.
 from __future__ import annotations
 
 import codecs
+import errno
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,14 +127,19 @@ def write_text_file(
     except FileNotFoundError:
         raise EditorError(
             f"Cannot save {path.name}: the folder {path.parent} does not exist any more. "
-            "Create it again or save under another name."
+            "Create it again, or use Save As… to put it somewhere else."
         ) from None
     except PermissionError:
         raise EditorError(
             f"Cannot save {path.name}: you do not have permission to write in {path.parent}. "
-            "Change the folder's permissions or save under another name."
+            "Change the folder's permissions, or use Save As… to put it somewhere else."
         ) from None
     except OSError as exc:
+        if exc.errno == errno.EROFS:
+            raise EditorError(
+                f"Cannot save {path.name}: {path.parent} is on a read-only file system. "
+                "Your text stays in the tab; use Save As… to put it somewhere writable."
+            ) from None
         raise EditorError(f"Cannot save {path.name}: {exc.strerror or exc}.") from None
     return hashlib.sha256(data).hexdigest()
 

@@ -205,6 +205,31 @@ class ProjectWindow(QMainWindow):
         self.statusBar().showMessage(f"Saved {tab.path.name}", 3000)
         return True
 
+    def save_as(self, path: str | None = None) -> str | None:
+        """Write the current tab to another file and continue there; the old file is untouched."""
+        tab = self.current_editor()
+        if path is None:
+            path, _ = QFileDialog.getSaveFileName(self, "Save As", str(tab.path))
+            if not path:
+                return None
+        target = Path(path).resolve()
+        if target == tab.path:
+            return str(target) if self._save(tab) else None
+        try:
+            tab.save_copy(target)
+        except EditorError as exc:
+            self.show_error(str(exc))
+            return None
+        line, column = tab.cursor_position()
+        index = self.tabs.indexOf(tab)
+        tab.discard_hot_exit()
+        self.tabs.removeTab(index)
+        tab.deleteLater()
+        replacement = self.open_file(target, line, column)
+        if replacement is not None:
+            self.tabs.tabBar().moveTab(self.tabs.indexOf(replacement), index)
+        return str(target)
+
     def save_all(self) -> int:
         saved = 0
         for tab in self.editors():
@@ -277,6 +302,8 @@ class ProjectWindow(QMainWindow):
         add("file.open", "Open File…", self._open_file_command, category="File", menu="File", shortcut="Ctrl+O")
         add("file.save", "Save", lambda: self._save(self.current_editor()), category="File", menu="File",
             shortcut="Ctrl+S", enabled=writable_editor)
+        add("file.saveAs", "Save As…", self.save_as, category="File", menu="File",
+            shortcut="Ctrl+Shift+S", enabled=has_editor)
         add("file.saveAll", "Save All", self.save_all, category="File", menu="File", shortcut="Ctrl+Alt+S")
         add("file.closeEditor", "Close Editor", lambda: self.close_tab(self.tabs.currentIndex()),
             category="File", menu="File", shortcut="Ctrl+W", enabled=has_editor)

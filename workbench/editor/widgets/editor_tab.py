@@ -256,6 +256,15 @@ class EditorTab(QWidget):
         for topic in (NOTICE_CHANGED_ON_DISK, NOTICE_DELETED, NOTICE_RECOVERED):
             self.notices.hide_notice(topic)
 
+    def save_copy(self, path: Path) -> None:
+        """Write the buffer to another file, in this file's encoding, line ending and BOM.
+
+        The tab stays on its own file (the window opens the copy); raises EditorError.
+        """
+        if self.large_view is not None:
+            raise EditorError(f"{self.path.name} is too large to copy from the editor; copy the file instead.")
+        write_text_file(Path(path), self.text(), self._file.encoding, self._file.eol, self._file.has_bom)
+
     def reload(self) -> None:
         """Replace the buffer with the file on disk, keeping the cursor; drops unsaved changes."""
         if self.large_view is not None:
