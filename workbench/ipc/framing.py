@@ -12,6 +12,8 @@ import struct
 
 HEADER = struct.Struct(">I")
 MAX_FRAME_BYTES = 16 * 1024 * 1024
+# One encoder for every frame: json.dumps with options builds a new one per call.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
 
 class FrameError(ValueError):
@@ -19,7 +21,7 @@ class FrameError(ValueError):
 
 
 def encode_frame(message: dict) -> bytes:
-    payload = json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    payload = _ENCODER.encode(message).encode("utf-8")
     if len(payload) > MAX_FRAME_BYTES:
         raise FrameError(f"Message of {len(payload)} bytes is larger than {MAX_FRAME_BYTES}.")
     return HEADER.pack(len(payload)) + payload
@@ -32,6 +34,11 @@ class FrameDecoder:
         self._buffer = bytearray()
 
     def feed(self, data: bytes) -> list[dict]:
+        if not self._buffer and len(data) >= HEADER.size:
+            # The common case, one whole frame in one read, without copying it around.
+            (length,) = HEADER.unpack_from(data)
+            if length == len(data) - HEADER.size:
+                return [self._parse(data[HEADER.size :])]
         self._buffer += data
         messages = []
         while len(self._buffer) >= HEADER.size:
@@ -45,12 +52,20 @@ class FrameDecoder:
             payload = bytes(self._buffer[HEADER.size : end])
             del self._buffer[:end]
             try:
-                message = json.loads(payload.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                messages.append(self._parse(payload))
+            except FrameError:
                 self._buffer.clear()
-                raise FrameError(f"Frame is not UTF-8 JSON: {exc}") from None
-            if not isinstance(message, dict):
-                self._buffer.clear()
-                raise FrameError("Frame holds JSON that is not an object.")
-            messages.append(message)
+                raise
         return messages
+
+    @staticmethod
+    def _parse(payload: bytes) -> dict:
+        if len(payload) > MAX_FRAME_BYTES:
+            raise FrameError(f"Frame announces {len(payload)} bytes; the limit is {MAX_FRAME_BYTES}.")
+        try:
+            message = json.loads(payload.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise FrameError(f"Frame is not UTF-8 JSON: {exc}") from None
+        if not isinstance(message, dict):
+            raise FrameError("Frame holds JSON that is not an object.")
+        return message
