@@ -14,22 +14,22 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QTimer
-from PySide6.QtNetwork import QLocalSocket
 from PySide6.QtWidgets import QApplication
 
 from workbench.app.heavy_modules import heavy_modules_loaded
-from workbench.app.paint_marker import mark_first_paint
+from workbench.app.paint_marker import after_first_paint, mark_first_paint
 from workbench.ipc import messages
-from workbench.ipc.client import HubClient
-from workbench.ipc.connection import RpcConnection
 from workbench.ipc.endpoint import ExclusiveLock, project_lock, socket_path
 from workbench.ipc.errors import IpcError, RpcError
 from workbench.project import ProjectError, RecentProjects, load_project, project_key, user_config_dir
 from workbench.ui.commands import CommandError
 from workbench.ui.project_window import ProjectWindow
+
+if TYPE_CHECKING:
+    from workbench.ipc.connection import RpcConnection
 
 log = logging.getLogger("workbench.window")
 
@@ -48,8 +48,7 @@ class WindowHost(QObject):
         self.window_id = window_id
         self.window: ProjectWindow | None = None
         self._project_lock: ExclusiveLock | None = None
-        self._link: RpcConnection | None = None
-        self._socket: QLocalSocket | None = None
+        self._link = None  # the RpcConnection to the hub, while there is one
         self._attempt = 0
         self._retry = QTimer(self)
         self._retry.setSingleShot(True)
@@ -74,6 +73,9 @@ class WindowHost(QObject):
         self.window.sig_broadcast.connect(self.broadcast)
         if file is not None:
             self.window.open_file(file, line)
+        # The hub link loads after the first paint (Qt runs the newest event filter first, so
+        # the paint mark is taken before it).
+        after_first_paint(self.window, self._connect_if_needed)
         mark_first_paint(self.window, "project")
         self.window.show()
         self.window.raise_()
@@ -93,6 +95,10 @@ class WindowHost(QObject):
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
+    def _connect_if_needed(self) -> None:
+        if self._link is None and not self._retry.isActive():
+            self.connect_to_hub()
+
     def broadcast(self, event: str, data: object) -> None:
         if self._link is not None and self._link.is_open:
             self._link.notify(messages.BROADCAST, {"event": event, "data": data})
@@ -111,13 +117,15 @@ class WindowHost(QObject):
     def connect_to_hub(self) -> None:
         if self._closing:
             return
+        # Loaded here, after the window has painted: the link is not needed to show a project.
+        from PySide6.QtNetwork import QLocalSocket
+
         socket = QLocalSocket()
         socket.connected.connect(lambda: self._on_connected(socket))
         socket.errorOccurred.connect(lambda _error: self._on_connect_failed(socket))
-        self._socket = socket
         socket.connectToServer(str(socket_path()))
 
-    def _on_connect_failed(self, socket: QLocalSocket) -> None:
+    def _on_connect_failed(self, socket) -> None:
         if self._link is not None and self._link.socket is socket:
             return  # errors of a live link are handled by its disconnect
         socket.deleteLater()
@@ -125,7 +133,9 @@ class WindowHost(QObject):
         self._attempt += 1
         self._retry.start(delay)
 
-    def _on_connected(self, socket: QLocalSocket) -> None:
+    def _on_connected(self, socket) -> None:
+        from workbench.ipc.connection import RpcConnection
+
         self._attempt = 0
         link = RpcConnection(socket, self, self)
         link.sig_disconnected.connect(lambda: self._on_link_lost(link))
@@ -133,7 +143,7 @@ class WindowHost(QObject):
         link.request(messages.WINDOW_REGISTER, self._registration(),
                      on_error=lambda error: log.warning("Hub refused registration: %s", error.message))
 
-    def _on_link_lost(self, link: RpcConnection) -> None:
+    def _on_link_lost(self, link) -> None:
         if self._link is link:
             self._link = None
         link.deleteLater()
@@ -235,6 +245,8 @@ def _jsonable(value: Any) -> Any:
 
 def _forward_to_running_window(project_root: str) -> None:
     """The project is open in another process: ask the hub to bring that window forward."""
+    from workbench.ipc.client import HubClient
+
     try:
         with HubClient.connect(timeout=2.0) as hub:
             hub.call(messages.HUB_OPEN_PROJECT, {"path": project_root}, timeout=5.0)
@@ -267,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     else:
         host.warm_up()
-    host.connect_to_hub()
+        host.connect_to_hub()
     return app.exec()
 
 
