@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from PySide6.QtCore import Signal
-from PySide6.QtGui import QCloseEvent, QColor
+from PySide6.QtGui import QCloseEvent, QColor, QPalette
 from PySide6.QtWidgets import (
     QFileDialog,
     QHBoxLayout,
@@ -32,6 +32,21 @@ MISSING_COLOR = QColor("gray")
 CRASHED_COLOR = QColor("darkred")
 
 
+def _style(label: QLabel, pixel_size: int | None = None, bold: bool = False, color: str | None = None) -> None:
+    """Fonts and colours through QFont and QPalette: a style sheet per label costs the window
+    several milliseconds before it can first appear."""
+    if pixel_size or bold:
+        font = label.font()
+        if pixel_size:
+            font.setPixelSize(pixel_size)
+        font.setBold(bold)
+        label.setFont(font)
+    if color:
+        palette = label.palette()
+        palette.setColor(QPalette.ColorRole.WindowText, QColor(color))
+        label.setPalette(palette)
+
+
 class WelcomeWindow(QMainWindow):
     """What ``workbench`` shows first."""
 
@@ -52,11 +67,11 @@ class WelcomeWindow(QMainWindow):
         self.resize(860, 560)
 
         title = QLabel("Workbench")
-        title.setStyleSheet("font-size: 26px; font-weight: 600;")
+        _style(title, pixel_size=26, bold=True)
         subtitle = QLabel("Write, train, convert and verify neural networks for devices, in one loop.")
-        subtitle.setStyleSheet("color: #666;")
+        _style(subtitle, color="#666666")
         version = QLabel(f"version {__version__}")
-        version.setStyleSheet("color: #999;")
+        _style(version, color="#999999")
 
         self.new_button = QPushButton("New Project from Template…")
         self.open_button = QPushButton("Open Folder…")
@@ -70,7 +85,7 @@ class WelcomeWindow(QMainWindow):
 
         self.recent_list = QListWidget()
         self.no_recent = QLabel("No recent projects yet. Create one from a template, or open a folder.")
-        self.no_recent.setStyleSheet("color: #888;")
+        _style(self.no_recent, color="#888888")
         self.no_recent.setWordWrap(True)
         self.recent_list.itemActivated.connect(self._open_recent)
         self.windows_list = QListWidget()
@@ -88,7 +103,7 @@ class WelcomeWindow(QMainWindow):
         lists.addWidget(self.notice)
         lists.addWidget(self._heading("Recent"))
         lists.addWidget(self.recent_list, 3)
-        lists.addWidget(self.no_recent, 3)
+        lists.addWidget(self.no_recent)
         lists.addWidget(self._heading("Open windows"))
         lists.addWidget(self.windows_list, 2)
         row = QHBoxLayout()
@@ -115,7 +130,8 @@ class WelcomeWindow(QMainWindow):
     @staticmethod
     def _heading(text: str) -> QLabel:
         label = QLabel(text)
-        label.setStyleSheet("font-size: 15px; font-weight: 600; margin-top: 6px;")
+        _style(label, pixel_size=15, bold=True)
+        label.setContentsMargins(0, 6, 0, 0)
         return label
 
     def refresh_recent(self) -> None:
