@@ -92,13 +92,27 @@ def _require_display() -> None:
         )
 
 
-def _connect_hub() -> HubClient | None:
+def _connect_hub(replace_foreign: bool = False) -> HubClient | None:
+    """The running hub, or None. With ``replace_foreign``, a socket that some other program
+    answers on counts as no hub when no hub process holds the hub lock: the runtime folder is
+    private to this user and Workbench's, so the next hub takes the socket back."""
     try:
         return HubClient.connect(timeout=3.0)
     except IpcError as exc:
         if getattr(exc, "no_hub", False):
             return None
+        if replace_foreign and not _hub_process_alive():
+            click.echo(f"workbench: replacing a socket that no Workbench hub owns ({exc})", err=True)
+            return None
         raise
+
+
+def _hub_process_alive() -> bool:
+    from workbench.app.registry import process_is_alive
+    from workbench.ipc.endpoint import hub_lock
+
+    pid = hub_lock().holder_pid()
+    return pid is not None and process_is_alive(pid)
 
 
 def _wait_for_hub(process) -> HubClient:
@@ -106,9 +120,10 @@ def _wait_for_hub(process) -> HubClient:
 
     deadline = time.monotonic() + HUB_START_TIMEOUT_S
     while time.monotonic() < deadline:
-        hub = _connect_hub()
-        if hub is not None:
-            return hub
+        try:
+            return HubClient.connect(timeout=1.0)
+        except IpcError:
+            pass  # not listening yet, or the old socket is still there until the hub takes it
         if process.poll() not in (None, 0):
             break
         time.sleep(0.03)
@@ -118,7 +133,7 @@ def _wait_for_hub(process) -> HubClient:
 def _start_or_connect_hub(show_welcome: bool) -> tuple[HubClient, bool]:
     from workbench.app.launcher import spawn_hub
 
-    hub = _connect_hub()
+    hub = _connect_hub(replace_foreign=True)
     if hub is not None:
         return hub, False
     # If another call starts a hub at the same moment, the hub lock lets one of them win and
@@ -170,7 +185,7 @@ def open_command(path: Path, line: int | None, as_json: bool) -> None:
     Forwards to the running hub and returns at once; starts a hub if none runs.
     """
     root, file = _project_root_for(path.expanduser().resolve())
-    hub = _connect_hub()
+    hub = _connect_hub(replace_foreign=True)
     if hub is None:
         _require_display()
         from workbench.app import launcher

@@ -124,7 +124,7 @@ def test_a_socket_left_by_a_dead_hub_is_replaced(workbench):
     assert workbench.call("hub.ping") == {}
 
 
-def test_a_foreign_program_on_the_socket_gets_a_clear_message(workbench):
+def test_a_foreign_program_on_the_socket_gets_a_clear_message_and_the_next_hub_replaces_it(workbench):
     foreign = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     foreign.bind(str(socket_path()))
     foreign.listen(1)
@@ -137,10 +137,16 @@ def test_a_foreign_program_on_the_socket_gets_a_clear_message(workbench):
 
     threading.Thread(target=answer_nonsense, daemon=True).start()
     result = workbench.run("windows", check=False)
-    foreign.close()
     assert result.returncode == 1
     assert "not a Workbench hub" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+    # No hub owns the socket, so starting Workbench takes it back, and says so.
+    threading.Thread(target=answer_nonsense, daemon=True).start()
+    started = workbench.run()
+    foreign.close()
+    assert "replacing a socket" in started.stderr
+    assert workbench.call("hub.ping") == {}
 
 
 def test_a_peer_that_sends_garbage_is_dropped_and_the_hub_keeps_serving(workbench):
