@@ -130,17 +130,6 @@ def _wait_for_hub(process) -> HubClient:
     raise CliError(f"the hub did not start; see {hub_log_path()}")
 
 
-def _start_or_connect_hub(show_welcome: bool) -> tuple[HubClient, bool]:
-    from workbench.app.launcher import spawn_hub
-
-    hub = _connect_hub(replace_foreign=True)
-    if hub is not None:
-        return hub, False
-    # If another call starts a hub at the same moment, the hub lock lets one of them win and
-    # the other process exits; both callers then reach the winner here.
-    return _wait_for_hub(spawn_hub(show_welcome=show_welcome)), True
-
-
 @click.group(cls=LazyGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="workbench", message="%(prog)s %(version)s")
 @click.option("--foreground", is_flag=True, help="Run the hub in this process instead of detaching it.")
@@ -153,14 +142,20 @@ def cli(ctx: click.Context, foreground: bool) -> None:
     if ctx.invoked_subcommand is not None:
         return
     _require_display()
+    hub = _connect_hub(replace_foreign=True)
+    if hub is not None:
+        with hub:
+            hub.call(messages.HUB_SHOW_WELCOME)
+        return
+    from workbench.app import launcher
+
     if foreground:
         from workbench.app.hub_process import main as hub_main
 
         sys.exit(hub_main([]))
-    hub, started = _start_or_connect_hub(show_welcome=True)
-    with hub:
-        if not started:
-            hub.call(messages.HUB_SHOW_WELCOME)
+    # If another call starts a hub at the same moment, the hub lock lets one of them win and
+    # the other process exits; both callers then reach the winner here.
+    _wait_for_hub(launcher.spawn_hub(show_welcome=True)).close()
 
 
 def _project_root_for(path: Path) -> tuple[Path, Path | None]:

@@ -106,11 +106,10 @@ class Hub(QObject):
             self.shutdown()
 
     def shutdown(self) -> None:
-        for window_id, entry in list((e.window_id, e) for e in self.registry.entries(include_spares=True)):
-            if entry.kind == messages.KIND_SPARE:
-                link = self._links.get(window_id)
-                if link:
-                    link.request(messages.WINDOW_QUIT, {"force": True})
+        for entry in self.registry.entries(include_spares=True):
+            link = self._links.get(entry.window_id)
+            if entry.kind == messages.KIND_SPARE and link is not None:
+                link.request(messages.WINDOW_QUIT, {"force": True})
         self.server.close()
         QTimer.singleShot(100, QApplication.instance().quit)
 
