@@ -102,3 +102,13 @@ def test_screenshot_renders_the_welcome_and_a_project_window(tmp_path):
 
 def test_screenshot_with_a_bad_size_says_what_it_should_look_like(tmp_path):
     assert_one_line_error(workbench("screenshot", "-o", str(tmp_path / "x.png"), "--size", "big"), "1200x780")
+
+
+def test_a_bad_option_value_is_one_line_that_points_to_help(tmp_path):
+    assert_one_line_error(workbench("open", str(tmp_path), "--line", "abc"), "--line", "--help")
+    assert_one_line_error(workbench("open", str(tmp_path), "--line", "0"), "--line")
+    assert_one_line_error(workbench("no-such-command"), "no-such-command")
+
+
+def test_a_missing_file_in_an_existing_folder_asks_to_check_the_name(tmp_path):
+    assert_one_line_error(workbench("open", str(tmp_path / "nosuch.py")), "Check the file name")

@@ -161,6 +161,8 @@ def cli(ctx: click.Context, foreground: bool) -> None:
 def _project_root_for(path: Path) -> tuple[Path, Path | None]:
     """The project folder to open for ``path``, and the file to show if ``path`` is a file."""
     if not path.exists():
+        if path.parent.is_dir():
+            raise CliError(f"{path} does not exist. Check the file name (or create the file first).")
         raise CliError(f"{path} does not exist. Check the path, or create a project with `workbench new`.")
     if path.is_dir():
         return path, None
@@ -172,7 +174,7 @@ def _project_root_for(path: Path) -> tuple[Path, Path | None]:
 
 @cli.command("open")
 @click.argument("path", type=click.Path(path_type=Path))
-@click.option("--line", type=int, help="Line to show when PATH is a file.")
+@click.option("--line", type=click.IntRange(min=1), help="Line to show when PATH is a file (1 is the first).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def open_command(path: Path, line: int | None, as_json: bool) -> None:
     """Open the project at PATH (a folder, or a file inside a project) in its own window.
@@ -274,7 +276,21 @@ def screenshot_command(path: Path | None, output: Path, size: str) -> None:
 
 
 def main() -> None:
-    cli(prog_name="workbench")
+    try:
+        cli.main(prog_name="workbench", standalone_mode=False)
+    except click.UsageError as exc:
+        # One line, like every other failure; --help has the full usage.
+        command = exc.ctx.command_path if exc.ctx else "workbench"
+        click.echo(f"workbench: {exc.format_message()} (see `{command} --help`)", err=True)
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("workbench: aborted", err=True)
+        sys.exit(1)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
 
 
 if __name__ == "__main__":

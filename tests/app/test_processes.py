@@ -101,6 +101,17 @@ def test_killing_the_hub_leaves_windows_working_and_they_register_with_the_next_
     workbench.command(entry["window_id"], "editor.insertText", text="x = 1\n")
     assert workbench.command(entry["window_id"], "editor.describe")["modified"] is True
 
+    # The spare left by the old hub and the new hub's own spare do not both stay.
+    def spare_processes():
+        return [pid for pid in processes_with_env("WORKBENCH_RUNTIME_DIR", os.environ["WORKBENCH_RUNTIME_DIR"])
+                if is_alive(pid) and b"window_process" in Path(f"/proc/{pid}/cmdline").read_bytes()
+                and b"--project" not in Path(f"/proc/{pid}/cmdline").read_bytes()]
+
+    wait_until(lambda: [w for w in workbench.windows(include_spares=True) if w["kind"] == "spare"
+                        and w["state"] == "ready"], 30, what="a ready spare")
+    wait_until(lambda: len(spare_processes()) == 1, 10, what="one spare process")
+    assert len([w for w in workbench.windows(include_spares=True) if w["kind"] == "spare"]) == 1
+
 
 def test_two_workbench_calls_at_the_same_moment_end_with_exactly_one_hub(workbench):
     env = {**os.environ, "WORKBENCH_NO_SPARE": "1"}

@@ -35,12 +35,14 @@ def test_a_new_window_shows_the_main_file_and_its_status(make_window, project):
     assert "Ln 1, Col 1" in texts and "UTF-8" in texts and "LF" in texts and "Python" in texts
 
 
-def test_typing_marks_the_tab_modified_and_save_clears_it(make_window, project):
+def test_typing_marks_the_tab_and_title_modified_and_save_clears_them(make_window, project):
     window = make_window(project)
     window.commands.execute("editor.insertText", text="# note\n")
     assert window.tabs.tabText(window.tabs.currentIndex()).endswith("●")
+    assert window.windowTitle() == "train.py ● — digits — Workbench"
     window.commands.execute("file.save")
     assert window.tabs.tabText(window.tabs.currentIndex()) == "train.py"
+    assert window.windowTitle() == "train.py — digits — Workbench"
     assert (project.root / "train.py").read_text().startswith("# note\n")
 
 
@@ -64,7 +66,11 @@ def test_the_palette_finds_commands_by_a_few_letters_and_runs_the_chosen_one(mak
     assert window.palette.isVisible()
     qtbot.keyClicks(window.palette.query, "gotoline")
     assert window.palette.matching("gotoline")[0][0] == "go.line"
-    assert window.palette.results.currentItem().data(Qt.ItemDataRole.UserRole) == "go.line"
+    assert window.palette.current_command() == "go.line"
+    assert window.palette.results.currentItem().text(1) == "Ctrl+G"  # shortcuts in their own column
+    with qtbot.waitSignal(window.palette.sig_command_chosen) as chosen:
+        qtbot.keyClick(window.palette.query, Qt.Key.Key_Return)
+    assert chosen.args == ["go.line"] and not window.palette.isVisible()
     labels = [label for _, label, _ in window.palette.matching("")]
     assert "File: Save All" in labels and "Type Text" not in " ".join(labels)
 
@@ -152,3 +158,17 @@ def test_deleting_an_open_file_in_the_explorer_closes_its_clean_tab(make_window,
     window.tree.confirm_delete = lambda path: True
     window.tree.delete_path(project.root / "data.py")
     assert [tab.path.name for tab in window.editors()] == ["train.py"]
+
+
+def test_saving_an_unchanged_file_does_not_rewrite_it(make_window, project):
+    window = make_window(project)
+    before = (project.root / "train.py").stat().st_mtime_ns
+    window.commands.execute("file.save")
+    assert (project.root / "train.py").stat().st_mtime_ns == before
+
+
+def test_a_newly_opened_file_gets_the_keyboard(make_window, project, qtbot):
+    window = make_window(project)
+    window.activateWindow()
+    tab = window.open_file("model.py")
+    qtbot.waitUntil(lambda: tab.isAncestorOf(window.focusWidget()) if window.focusWidget() else False)

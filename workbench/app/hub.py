@@ -156,10 +156,11 @@ class Hub(QObject):
             raise RpcError(RpcError.INVALID_PARAMS, f"Window {window_id} is still running.")
         return self.open_project(entry.project)
 
+    def _has_spare(self) -> bool:
+        return any(e.kind == messages.KIND_SPARE for e in self.registry.entries(include_spares=True))
+
     def _ensure_spare(self) -> None:
-        if not self._keep_spare:
-            return
-        if any(e.kind == messages.KIND_SPARE for e in self.registry.entries(include_spares=True)):
+        if not self._keep_spare or self._has_spare():
             return
         window_id = launcher.new_window_id()
         process = launcher.spawn_window(window_id)
@@ -217,9 +218,14 @@ class Hub(QObject):
             raise RpcError(RpcError.INVALID_PARAMS, "window.register needs window_id and pid.") from None
         kind = params.get("kind", messages.KIND_PROJECT)
         project = params.get("project")
+        if kind == messages.KIND_SPARE and window_id not in self._children and self._has_spare():
+            # A spare left by an earlier hub, while this hub has its own: one is enough.
+            link.request(messages.WINDOW_QUIT, {"force": True})
+            return {"hub_pid": os.getpid()}
         entry = self.registry.get(window_id)
         if entry is None:
             entry = self.registry.add(WindowEntry(window_id, pid, kind, project))
+            entry.started_at = float(params.get("started_at", entry.started_at))
         entry.pid, entry.kind, entry.project = pid, kind, project
         entry.state = params.get("state", messages.STATE_READY)
         entry.title = params.get("title", entry.title)

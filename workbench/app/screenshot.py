@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -14,7 +15,19 @@ SETTLE_SECONDS = 1.0
 def render_window(output: Path, project_root: Path | None, file: Path | None, size: tuple[int, int]) -> None:
     """Show the welcome window (no project) or the project's window offscreen and save it."""
     os.environ["QT_QPA_PLATFORM"] = "offscreen"
+    from PySide6.QtCore import qInstallMessageHandler
     from PySide6.QtWidgets import QApplication
+
+    previous = qInstallMessageHandler(None)
+
+    def quiet(mode, context, message) -> None:
+        # The offscreen platform says this about every window; it means nothing here.
+        if "does not support propagateSizeHints" not in message and previous is not None:
+            previous(mode, context, message)
+        elif "does not support propagateSizeHints" not in message:
+            print(message, file=sys.stderr)
+
+    qInstallMessageHandler(quiet)
 
     app = QApplication.instance() or QApplication(["workbench"])
     if project_root is None:

@@ -13,6 +13,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +47,7 @@ class WindowHost(QObject):
     def __init__(self, window_id: str):
         super().__init__()
         self.window_id = window_id
+        self.started_at = time.time()
         self.window: ProjectWindow | None = None
         self._project_lock: ExclusiveLock | None = None
         self._link = None  # the RpcConnection to the hub, while there is one
@@ -160,6 +162,7 @@ class WindowHost(QObject):
             "project": str(project.root) if project else None,
             "state": messages.STATE_READY,
             "title": project.name if project else "",
+            "started_at": self.started_at,
         }
 
     # --- requests from the hub ----------------------------------------------------------------

@@ -4,18 +4,28 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QKeyEvent
-from PySide6.QtWidgets import QFrame, QLineEdit, QListWidget, QListWidgetItem, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QFrame,
+    QHeaderView,
+    QLineEdit,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from workbench.ui.commands import CommandRegistry, fuzzy_score
 
+ID_ROLE = Qt.ItemDataRole.UserRole
+
 
 class CommandPalette(QFrame):
-    """A popup over the top of its window listing the enabled commands that match the query."""
+    """A popup over the top of its window listing the enabled commands that match the query,
+    each with its shortcut in a right-hand column."""
 
     sig_command_chosen = Signal(str)
     """The id of the command the user picked."""
-
-    MAX_ROWS = 14
 
     def __init__(self, commands: CommandRegistry, parent: QWidget):
         super().__init__(parent, Qt.WindowType.Popup)
@@ -23,8 +33,15 @@ class CommandPalette(QFrame):
         self._commands = commands
         self.query = QLineEdit(self)
         self.query.setPlaceholderText("Type a command")
-        self.results = QListWidget(self)
-        self.results.setUniformItemSizes(True)
+        self.results = QTreeWidget(self)
+        self.results.setColumnCount(2)
+        self.results.setHeaderHidden(True)
+        self.results.setRootIsDecorated(False)
+        self.results.setUniformRowHeights(True)
+        self.results.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.results.header().setStretchLastSection(False)
+        self.results.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        self.results.header().setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addWidget(self.query)
@@ -47,6 +64,7 @@ class CommandPalette(QFrame):
         """(id, label, shortcut) of the enabled commands matching ``query``, best first."""
         ranked = []
         for order, command in enumerate(self._commands.all()):
+            # Context-menu commands need the path they were invoked on, so they stay out.
             if not command.in_palette or command.context and command.menu is None or not command.is_enabled():
                 continue
             score = fuzzy_score(query, command.label)
@@ -55,14 +73,22 @@ class CommandPalette(QFrame):
         ranked.sort(key=lambda item: (item[0], item[1]))
         return [(c.id, c.label, c.shortcut or "") for _, _, c in ranked]
 
+    def current_command(self) -> str | None:
+        item = self.results.currentItem()
+        return item.data(0, ID_ROLE) if item is not None else None
+
     def _refresh(self, query: str) -> None:
         self.results.clear()
+        items = []
         for command_id, label, shortcut in self.matching(query):
-            item = QListWidgetItem(f"{label}\t{shortcut}" if shortcut else label)
-            item.setData(Qt.ItemDataRole.UserRole, command_id)
-            self.results.addItem(item)
-        if self.results.count():
-            self.results.setCurrentRow(0)
+            item = QTreeWidgetItem([label, shortcut])
+            item.setData(0, ID_ROLE, command_id)
+            item.setForeground(1, self.palette().placeholderText())
+            item.setTextAlignment(1, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            items.append(item)
+        self.results.addTopLevelItems(items)
+        if items:
+            self.results.setCurrentItem(items[0])
 
     def eventFilter(self, watched, event) -> bool:
         if watched is self.query and isinstance(event, QKeyEvent) and event.type() == QKeyEvent.Type.KeyPress:
@@ -80,6 +106,6 @@ class CommandPalette(QFrame):
                 return True
         return super().eventFilter(watched, event)
 
-    def _choose(self, item: QListWidgetItem) -> None:
+    def _choose(self, item: QTreeWidgetItem) -> None:
         self.hide()
-        self.sig_command_chosen.emit(item.data(Qt.ItemDataRole.UserRole))
+        self.sig_command_chosen.emit(item.data(0, ID_ROLE))

@@ -148,6 +148,7 @@ class ProjectWindow(QMainWindow):
                 self.tabs.setCurrentIndex(index)
                 if line:
                     tab.set_cursor_position(line, column)
+                tab.focus_body()
                 return tab
         try:
             tab = open_editor_tab(path, self.hot_exit if self.project.writable else None, self)
@@ -155,7 +156,7 @@ class ProjectWindow(QMainWindow):
             self.show_error(str(exc))
             return None
         tab.sig_modified_changed.connect(lambda _modified, t=tab: self._update_tab_title(t))
-        tab.sig_cursor_moved.connect(lambda _line, _col: self._update_status())
+        tab.sig_cursor_moved.connect(lambda _line, _col: self._on_cursor_moved())
         index = self.tabs.addTab(tab, path.name)
         self.tabs.setTabToolTip(index, str(path))
         self._update_tab_title(tab)
@@ -163,6 +164,7 @@ class ProjectWindow(QMainWindow):
         self._center.setCurrentWidget(self.tabs)
         if line:
             tab.set_cursor_position(line, column)
+        tab.focus_body()
         self._schedule_state_save()
         return tab
 
@@ -197,6 +199,10 @@ class ProjectWindow(QMainWindow):
                 QMessageBox.StandardButton.Discard: "discard"}.get(QMessageBox.StandardButton(answer), "cancel")
 
     def _save(self, tab: EditorTab) -> bool:
+        if not tab.is_modified():
+            # Rewriting an unchanged file would only wake every watcher of it (and git's index).
+            self.statusBar().showMessage(f"{tab.path.name} has no unsaved changes", 3000)
+            return True
         try:
             tab.save()
         except EditorError as exc:
@@ -270,11 +276,23 @@ class ProjectWindow(QMainWindow):
         index = self.tabs.indexOf(tab)
         if index >= 0:
             self.tabs.setTabText(index, f"{tab.path.name} ●" if tab.is_modified() else tab.path.name)
+        if tab is self.current_editor():
+            self._update_title()
         self._schedule_state_save()
+
+    def _on_cursor_moved(self) -> None:
+        self._update_status()
+        self._schedule_state_save()  # so a crash still brings the cursor back where it was
 
     def _on_current_tab_changed(self, _index: int) -> None:
         self._update_status()
+        self._update_title()
         self._schedule_state_save()
+
+    def _update_title(self) -> None:
+        tab = self.current_editor()
+        prefix = f"{tab.path.name}{' ●' if tab.is_modified() else ''} — " if tab is not None else ""
+        self.setWindowTitle(f"{prefix}{self.project.name} — Workbench")
 
     def _update_status(self) -> None:
         tab = self.current_editor()

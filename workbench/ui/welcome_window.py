@@ -89,6 +89,8 @@ class WelcomeWindow(QMainWindow):
         self.no_recent.setWordWrap(True)
         self.recent_list.itemActivated.connect(self._open_recent)
         self.windows_list = QListWidget()
+        self.no_windows = QLabel("No project windows are open.")
+        _style(self.no_windows, color="#888888")
         self.windows_list.itemActivated.connect(self._window_activated)
         self.reopen_button = QPushButton("Reopen")
         self.reopen_button.setEnabled(False)
@@ -106,6 +108,7 @@ class WelcomeWindow(QMainWindow):
         lists.addWidget(self.no_recent)
         lists.addWidget(self._heading("Open windows"))
         lists.addWidget(self.windows_list, 2)
+        lists.addWidget(self.no_windows)
         row = QHBoxLayout()
         row.addStretch(1)
         row.addWidget(self.reopen_button)
@@ -126,6 +129,7 @@ class WelcomeWindow(QMainWindow):
         central.setLayout(body)
         self.setCentralWidget(central)
         self.refresh_recent()
+        self.set_windows([])
 
     @staticmethod
     def _heading(text: str) -> QLabel:
@@ -159,6 +163,8 @@ class WelcomeWindow(QMainWindow):
                 item.setForeground(CRASHED_COLOR)
                 item.setText(text + " (unsaved edits are kept: Reopen)")
             self.windows_list.addItem(item)
+        self.windows_list.setVisible(bool(windows))
+        self.no_windows.setVisible(not windows)
         self.refresh_recent()
         self._update_reopen_button()
 
