@@ -7,13 +7,12 @@ parse error and drops that peer, and nobody else is affected.
 
 from __future__ import annotations
 
-import json
 import struct
+
+import orjson
 
 HEADER = struct.Struct(">I")
 MAX_FRAME_BYTES = 16 * 1024 * 1024
-# One encoder for every frame: json.dumps with options builds a new one per call.
-_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
 
 class FrameError(ValueError):
@@ -21,7 +20,11 @@ class FrameError(ValueError):
 
 
 def encode_frame(message: dict) -> bytes:
-    payload = _ENCODER.encode(message).encode("utf-8")
+    # orjson: a tenth of the stdlib's time per message, which is most of a hub round trip.
+    try:
+        payload = orjson.dumps(message)
+    except TypeError as exc:
+        raise FrameError(f"Message cannot be sent as JSON: {exc}") from None
     if len(payload) > MAX_FRAME_BYTES:
         raise FrameError(f"Message of {len(payload)} bytes is larger than {MAX_FRAME_BYTES}.")
     return HEADER.pack(len(payload)) + payload
@@ -63,8 +66,8 @@ class FrameDecoder:
         if len(payload) > MAX_FRAME_BYTES:
             raise FrameError(f"Frame announces {len(payload)} bytes; the limit is {MAX_FRAME_BYTES}.")
         try:
-            message = json.loads(payload.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            message = orjson.loads(payload)
+        except orjson.JSONDecodeError as exc:
             raise FrameError(f"Frame is not UTF-8 JSON: {exc}") from None
         if not isinstance(message, dict):
             raise FrameError("Frame holds JSON that is not an object.")
