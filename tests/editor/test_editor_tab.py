@@ -246,3 +246,62 @@ def test_f3_in_the_editor_steps_through_matches_and_esc_closes_the_find_bar(qtbo
     assert tab.find_bar.count_text() == "1 of 3"
     qtbot.keyClick(tab.editor, Qt.Key.Key_Escape)
     assert not tab.find_bar.isVisible()
+
+
+def test_binary_file_is_shown_as_hex_with_binary_status(qtbot, tmp_path):
+    path = tmp_path / "model.bin"
+    path.write_bytes(b"\x89HDF\x00\x00\x01\x02" * 100)
+    tab = open_tab(qtbot, path)
+    assert tab.editor is None and tab.hex_view is not None and tab.body is tab.hex_view
+    assert tab.status() == {"encoding": "binary", "eol": "", "language": "Binary",
+                            "read_only": True}
+    rows = tab.hex_view.toPlainText().split("\n")
+    assert len(rows) == 50
+    assert rows[0] == "00000000  89 48 44 46 00 00 01 02  89 48 44 46 00 00 01 02  |.HDF.....HDF....|"
+    assert rows[-1].startswith("00000310  ")
+    assert "first" not in tab.notices.notice(NOTICE_READ_ONLY).message
+    assert tab.text() == "" and tab.hex_view.font().fixedPitch()
+    with pytest.raises(EditorError, match="binary"):
+        tab.save_copy(tmp_path / "copy.bin")
+    tab.show_find(replace=True)
+    assert tab.find_bar.isVisible() and not tab.find_bar.replace_edit.isVisible()
+    tab.find_bar.set_query("HDF")
+    assert tab.find_bar.count_text() == "1 of 100"
+
+
+def test_a_long_binary_file_shows_its_first_64_kib_and_says_so(qtbot, tmp_path):
+    path = tmp_path / "weights.bin"
+    path.write_bytes(bytes(range(256)) * (int(1.2 * 2**20) // 256))
+    tab = open_tab(qtbot, path)
+    assert tab.hex_view.document().blockCount() == 64 * 1024 // 16
+    assert "Showing the first 64 KiB of 1.2 MiB." in tab.notices.notice(NOTICE_READ_ONLY).message
+    tab.set_cursor_position(3)
+    assert tab.cursor_position() == (3, 1)
+
+
+def test_a_binary_file_above_the_large_file_size_opens_as_hex(qtbot, tmp_path):
+    from workbench.editor.line_index import LARGE_FILE_BYTES
+
+    path = tmp_path / "checkpoint.pt"
+    with open(path, "wb") as handle:
+        handle.write(b"PK\x03\x04\x00\x00")
+        handle.truncate(LARGE_FILE_BYTES + 1)
+    tab = open_tab(qtbot, path)
+    assert tab.large_view is None and tab.hex_view is not None
+    assert tab.status()["encoding"] == "binary"
+
+
+def test_focus_body_gives_the_text_the_keyboard(qtbot, tmp_path):
+    from PySide6.QtWidgets import QApplication
+
+    path = tmp_path / "a.py"
+    path.write_text("x = 1\n")
+    tab = open_tab(qtbot, path)
+    tab.show_find()
+    tab.activateWindow()
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is tab, timeout=5000)
+    assert QApplication.focusWidget() is not tab.editor
+    tab.focus_body()
+    assert QApplication.focusWidget() is tab.editor
+    tab.find_bar.close_bar()
+    assert QApplication.focusWidget() is tab.editor

@@ -9,7 +9,16 @@ from workbench.editor.highlighting import (
     format_ranges,
     lexer_for_path,
 )
+from workbench.editor.hex_dump import format_byte_size, hex_dump
 from workbench.editor.hot_exit import HotExitEntry, HotExitStore
+from workbench.editor.large_file_search import (
+    LineMatch,
+    MatchCount,
+    compile_query,
+    count_matches,
+    find_match,
+    format_match_count,
+)
 from workbench.editor.line_edits import (
     comment_prefix_for,
     dedent_lines,
@@ -23,6 +32,7 @@ from workbench.editor.textfile import (
     TextFile,
     decode_text,
     encode_text,
+    looks_binary,
     read_text_file,
     write_text_file,
 )
@@ -33,19 +43,28 @@ __all__ = [
     "HotExitEntry",
     "HotExitStore",
     "LineLexer",
+    "LineMatch",
+    "MatchCount",
     "TextFile",
     "clamp_line",
     "comment_prefix_for",
+    "compile_query",
+    "count_matches",
     "decode_text",
     "dedent_lines",
     "encode_text",
     "find_line_starts",
+    "find_match",
     "find_matching_bracket",
+    "format_byte_size",
+    "format_match_count",
     "format_name_for",
+    "hex_dump",
     "format_ranges",
     "indent_for_new_line",
     "indent_lines",
     "lexer_for_path",
+    "looks_binary",
     "parse_line_and_column",
     "read_text_file",
     "toggle_comment",

@@ -82,11 +82,22 @@ def decode_text(data: bytes) -> TextFile:
             except UnicodeDecodeError:
                 return _not_text(data, sha)
             return TextFile(normalize_eol(raw), encoding, detect_eol(raw), True, True, sha)
-    if b"\x00" in data[:BINARY_SNIFF_BYTES]:
+    if looks_binary(data):
         return _not_text(data, sha)
     encoding = _guess_encoding(data)
     raw = data.decode(encoding)
     return TextFile(normalize_eol(raw), encoding, detect_eol(raw), False, True, sha)
+
+
+def looks_binary(head: bytes) -> bool:
+    """True when the first bytes of a file say it holds binary data, not text.
+
+    A NUL byte early on means binary, unless a byte-order mark says the file is UTF-16 or
+    UTF-32 text (whose characters contain NUL bytes).
+    """
+    if any(head.startswith(bom) for bom, _ in _BOMS):
+        return False
+    return b"\x00" in head[:BINARY_SNIFF_BYTES]
 
 
 def encode_text(text: str, encoding: str, eol: str = "\n", has_bom: bool = False) -> bytes:

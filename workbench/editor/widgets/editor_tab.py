@@ -12,11 +12,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from workbench.editor.errors import EditorError
+from workbench.editor.hex_dump import HEX_PREVIEW_BYTES, format_byte_size
 from workbench.editor.highlighting import LineLexer, lexer_for_path
 from workbench.editor.hot_exit import HotExitStore
 from workbench.editor.line_index import LARGE_FILE_BYTES
@@ -25,6 +26,7 @@ from workbench.editor.textfile import (
     TextFile,
     decode_text,
     detect_eol,
+    looks_binary,
     read_text_file,
     write_text_file,
 )
@@ -32,10 +34,12 @@ from workbench.editor.widgets.code_editor import CodeEditor
 from workbench.editor.widgets.disk_watcher import DiskWatcher
 from workbench.editor.widgets.find_bar import FindBar
 from workbench.editor.widgets.go_to_line_bar import GoToLineBar
+from workbench.editor.widgets.hex_view import HexView
 from workbench.editor.widgets.notice_bar import NoticeArea
 from workbench.editor.widgets.syntax_highlighter import SyntaxHighlighter
 
 if TYPE_CHECKING:
+    from workbench.editor.widgets.large_find_bar import LargeFindBar
     from workbench.editor.widgets.large_file_view import LargeFileView
 
 # Within a second of the last keystroke the buffer is on disk, without writing on every key.
@@ -48,11 +52,11 @@ NOTICE_READ_ONLY = "read-only"
 NOTICE_RECOVERED = "recovered"
 NOTICE_NOT_WRITABLE = "not-writable"
 NOTICE_HOT_EXIT_OFF = "hot-exit-unavailable"
-NOTICE_UNSUPPORTED = "unsupported"
 
 
 class EditorTab(QWidget):
-    """An editor for one file: a code editor, or a read-only view for binary and huge files."""
+    """An editor for one file: a code editor, a hex view for binary files, or a read-only
+    view for huge files. ``body`` is whichever of them is shown."""
 
     sig_modified_changed = Signal(bool)
     """The buffer became modified (True) or matches the file on disk again (False)."""
@@ -71,6 +75,8 @@ class EditorTab(QWidget):
         self._executor: ThreadPoolExecutor | None = None
         self.editor: CodeEditor | None = None
         self.large_view: "LargeFileView | None" = None
+        self.hex_view: HexView | None = None
+        self.find_bar: "FindBar | LargeFindBar"
         self.highlighter: SyntaxHighlighter | None = None
         self.disk_watcher: DiskWatcher | None = None
 
@@ -81,17 +87,24 @@ class EditorTab(QWidget):
         layout.addWidget(self.notices)
 
         size = self._file_size()
-        if size > LARGE_FILE_BYTES:
-            self._open_large(size)
+        head = self._read_head()
+        if looks_binary(head):
+            self._open_binary(head, size)
+        elif size > LARGE_FILE_BYTES:
+            self._open_large(size, head)
         else:
-            self._open_text(read_text_file(self.path))
+            file = read_text_file(self.path)
+            if file.is_text:
+                self._open_text(file)
+            else:
+                self._open_binary(head, size)
         self.go_to_line_bar = GoToLineBar(
             self.set_cursor_position, lambda: self.cursor_position()[0], self._line_count, self
         )
-        self.go_to_line_bar.sig_closed.connect(self._focus_body)
+        self.go_to_line_bar.sig_closed.connect(self.focus_body)
+        self.find_bar.sig_closed.connect(self.focus_body)
         layout.insertWidget(1, self.go_to_line_bar)
-        if self.find_bar is not None:
-            layout.insertWidget(1, self.find_bar)
+        layout.insertWidget(1, self.find_bar)
         layout.addWidget(self.body, 1)
         self.setFocusProxy(self.body)
         self.destroyed.connect(_make_closer(self._executor_holder))
@@ -108,49 +121,72 @@ class EditorTab(QWidget):
         except OSError as exc:
             raise EditorError(f"Cannot open {self.path}: {exc.strerror or exc}.") from None
 
-    def _open_large(self, size: int) -> None:
-        # Leave this import here: the large-file view brings numpy, which only huge files need.
+    def _read_head(self) -> bytes:
+        try:
+            with open(self.path, "rb") as handle:
+                return handle.read(HEX_PREVIEW_BYTES)
+        except IsADirectoryError:
+            raise EditorError(f"{self.path} is a folder, not a file; open a file inside it.") from None
+        except PermissionError:
+            raise EditorError(
+                f"You do not have permission to read {self.path}. Check the file's permissions."
+            ) from None
+        except OSError as exc:
+            raise EditorError(f"Cannot read {self.path}: {exc.strerror or exc}.") from None
+
+    def _open_large(self, size: int, head: bytes) -> None:
+        # Leave these imports here: the large-file view brings numpy, which only huge files need.
         from workbench.editor.widgets.large_file_view import LargeFileView
+        from workbench.editor.widgets.large_find_bar import LargeFindBar
 
         self.large_view = LargeFileView(self.path, self)
         self.body = self.large_view
-        self.find_bar = None
+        self.find_bar = LargeFindBar(self.large_view, self)
         self._executor_holder: list[ThreadPoolExecutor] = []
-        with open(self.path, "rb") as handle:
-            sample = handle.read(64 * 1024)
-        self._file = TextFile("", "utf-8", detect_eol(sample.decode("utf-8", "replace")), False, True)
+        self._file = TextFile("", "utf-8", detect_eol(head.decode("utf-8", "replace")), False, True)
         self.language = "Plain text"
         self.notices.show_notice(
             NOTICE_READ_ONLY,
             f"This file is large ({size / 2**20:,.0f} MiB), so it is opened read-only. "
             "Open it in another program to edit it.",
         )
-        self.large_view.verticalScrollBar().valueChanged.connect(
-            lambda value: self.sig_cursor_moved.emit(value + 1, 1)
+        self._connect_body(self.large_view)
+        self.large_view.sig_cursor_moved.connect(lambda line: self.sig_cursor_moved.emit(line, 1))
+
+    def _open_binary(self, head: bytes, size: int) -> None:
+        self._executor_holder = []
+        self._file = TextFile("", "binary", "", False, False)
+        self.language = "Binary"
+        self.hex_view = HexView(head[:HEX_PREVIEW_BYTES], self)
+        self.body = self.hex_view
+        self.find_bar = FindBar(self.hex_view, self)
+        self._connect_body(self.hex_view)
+        self.hex_view.cursorPositionChanged.connect(
+            lambda: self.sig_cursor_moved.emit(*self.cursor_position())
         )
+        message = "This is not a text file (it holds binary data), so it is shown read-only in hex."
+        if size > HEX_PREVIEW_BYTES:
+            message += (
+                f" Showing the first {format_byte_size(HEX_PREVIEW_BYTES)} of "
+                f"{format_byte_size(size)}."
+            )
+        self.notices.show_notice(NOTICE_READ_ONLY, message, kind="warning")
+
+    def _connect_body(self, body) -> None:
+        body.sig_find_next_requested.connect(self._find_next)
+        body.sig_find_previous_requested.connect(self._find_previous)
+        body.sig_escape_pressed.connect(self._close_bars)
 
     def _open_text(self, file: TextFile) -> None:
         self._file = file
         self._executor_holder = []
         line_lexer = LineLexer(lexer_for_path(self.path))
-        self.language = line_lexer.language if file.is_text else "Binary"
+        self.language = line_lexer.language
         self.editor = CodeEditor(self, language=self.language)
         self.body = self.editor
         self.find_bar = FindBar(self.editor, self)
-        self.find_bar.sig_closed.connect(self._focus_body)
-        self.editor.sig_find_next_requested.connect(self._find_next)
-        self.editor.sig_find_previous_requested.connect(self._find_previous)
-        self.editor.sig_escape_pressed.connect(self._close_bars)
+        self._connect_body(self.editor)
         self.editor.setPlainText(file.text)
-        if not file.is_text:
-            self.editor.setReadOnly(True)
-            self.notices.show_notice(
-                NOTICE_READ_ONLY,
-                "This is not a text file (it holds binary data), so it is opened read-only. "
-                "What you see is a preview.",
-                kind="warning",
-            )
-            return
         document = self.editor.document()
         document.setModified(False)
         document.modificationChanged.connect(self.sig_modified_changed)
@@ -227,11 +263,11 @@ class EditorTab(QWidget):
         return self.editor is not None and self.editor.document().isModified()
 
     def is_read_only(self) -> bool:
-        """True for the binary preview and the large-file view."""
+        """True for the hex view of binary files and the large-file view."""
         return self.editor is None or self.editor.isReadOnly()
 
     def text(self) -> str:
-        """The buffer's text with "\\n" line ends ("" in the large-file view)."""
+        """The buffer's text with "\\n" line ends ("" in the hex and large-file views)."""
         return self.editor.toPlainText() if self.editor is not None else ""
 
     def save(self) -> None:
@@ -263,11 +299,15 @@ class EditorTab(QWidget):
         """
         if self.large_view is not None:
             raise EditorError(f"{self.path.name} is too large to copy from the editor; copy the file instead.")
+        if self.hex_view is not None:
+            raise EditorError(f"{self.path.name} is a binary file; copy the file instead.")
         write_text_file(Path(path), self.text(), self._file.encoding, self._file.eol, self._file.has_bom)
 
     def reload(self) -> None:
-        """Replace the buffer with the file on disk, keeping the cursor; drops unsaved changes."""
-        if self.large_view is not None:
+        """Replace the buffer with the file on disk, keeping the cursor; drops unsaved changes.
+
+        Does nothing in the hex and large-file views, which have no buffer."""
+        if self.editor is None:
             return
         file = read_text_file(self.path)
         if not file.is_text:
@@ -279,7 +319,12 @@ class EditorTab(QWidget):
             self.notices.hide_notice(topic)
 
     def status(self) -> dict:
-        """What the status bar shows: encoding, eol ("LF"/"CRLF"/"CR"), language, read_only."""
+        """What the status bar shows: encoding, eol ("LF"/"CRLF"/"CR"), language, read_only.
+
+        A binary file has encoding "binary", eol "" and language "Binary".
+        """
+        if self.hex_view is not None:
+            return {"encoding": "binary", "eol": "", "language": "Binary", "read_only": True}
         encoding = self._file.encoding.upper()
         if self._file.has_bom:
             encoding += " with BOM"
@@ -291,17 +336,21 @@ class EditorTab(QWidget):
         }
 
     def cursor_position(self) -> tuple[int, int]:
-        """The cursor as a 1-based (line, column); the top line in the large-file view."""
-        if self.editor is None:
-            return self.large_view.first_visible_line() + 1, 1
-        return self.editor.cursor_position()
+        """The cursor as a 1-based (line, column); column 1 in the large-file view, and the
+        row and column of the dump in the hex view."""
+        if self.large_view is not None:
+            return self.large_view.cursor_line() + 1, 1
+        return self.body.cursor_position()
 
     def set_cursor_position(self, line: int, column: int = 1) -> None:
-        """Move the cursor to 1-based (line, column), clamped into the file, and show it."""
-        if self.editor is None:
-            self.large_view.scroll_to_line(line)
+        """Move the cursor to 1-based (line, column), clamped into the file, and show it.
+
+        In the large-file view the column is ignored; a line not indexed yet is reached once
+        it is (so "Go to line 99999999" ends on the true last line)."""
+        if self.large_view is not None:
+            self.large_view.go_to_line(line)
         else:
-            self.editor.set_cursor_position(line, column)
+            self.body.set_cursor_position(line, column)
 
     def insert_text(self, text: str) -> None:
         """Insert ``text`` at the cursor as if typed (it starts the hot-exit timer like typing)."""
@@ -312,19 +361,13 @@ class EditorTab(QWidget):
         self.editor.setTextCursor(cursor)
 
     def show_find(self, replace: bool = False) -> None:
-        """Open the find bar, with the replace row when ``replace``."""
-        if self.find_bar is None:
-            self.notices.show_notice(
-                NOTICE_UNSUPPORTED, "Find is not available in the large-file view."
-            )
-            return
+        """Open the find bar, with the replace row when ``replace`` and the file is writable."""
         self.go_to_line_bar.hide()
         self.find_bar.open(replace=replace and not self.is_read_only())
 
     def show_go_to_line(self) -> None:
         """Open the "Go to line" bar."""
-        if self.find_bar is not None:
-            self.find_bar.hide()
+        self.find_bar.hide()
         self.go_to_line_bar.open()
 
     def indent(self) -> None:
@@ -359,9 +402,9 @@ class EditorTab(QWidget):
     # Inside -----------------------------------------------------------------------------
 
     def _line_count(self) -> int:
-        if self.editor is None:
+        if self.large_view is not None:
             return self.large_view.line_count
-        return self.editor.document().blockCount()
+        return self.body.document().blockCount()
 
     def _load(self, file: TextFile) -> None:
         line, column = self.cursor_position()
@@ -445,12 +488,17 @@ class EditorTab(QWidget):
             self.find_bar.find_previous()
 
     def _close_bars(self) -> None:
-        if self.find_bar is not None and self.find_bar.isVisible():
+        if self.find_bar.isVisible():
             self.find_bar.close_bar()
         self.go_to_line_bar.hide()
 
-    def _focus_body(self) -> None:
-        self.body.setFocus()
+    def focus_body(self) -> None:
+        """Give the keyboard focus to the text (or the hex or large-file view).
+
+        The window calls it after adding the tab, and the find and "Go to line" bars call it
+        when they close.
+        """
+        self.body.setFocus(Qt.FocusReason.OtherFocusReason)
 
 
 def _make_closer(executors: list[ThreadPoolExecutor]):

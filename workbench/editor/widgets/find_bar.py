@@ -24,23 +24,20 @@ MAX_HIGHLIGHTED_MATCHES = 2000
 _GROUP_REFERENCE = re.compile(r"\$(\d+)|\\(\d+)|\\n|\\t|\\\\")
 
 
-class FindBar(QWidget):
-    """Finds and replaces in ``editor``; never raises on a bad regular expression."""
+class FindControls(QWidget):
+    """The find bar's fields, option buttons, count label and keys, without a search behind them.
+
+    Subclasses search something (``FindBar`` a document, ``LargeFindBar`` a huge file) by
+    implementing ``find_next``, ``find_previous``, ``close_bar`` and ``_on_query_changed``.
+    """
 
     sig_closed = Signal()
     """The bar was closed (Esc or its close button); the editor should take the focus back."""
 
-    def __init__(self, editor: QPlainTextEdit, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.editor = editor
         self.error = ""
-        self._matches: list[tuple[int, int, list[str]]] | None = None
         self._build()
-        self._refresh_timer = QTimer(self, singleShot=True, interval=150)
-        self._refresh_timer.timeout.connect(self._refresh)
-        editor.document().contentsChange.connect(self._on_document_changed)
-        editor.cursorPositionChanged.connect(self._on_cursor_moved)
-        self.hide()
 
     def _build(self) -> None:
         layout = QGridLayout(self)
@@ -89,30 +86,6 @@ class FindBar(QWidget):
         button.clicked.connect(lambda: action())
         return button
 
-    # Opening and closing ----------------------------------------------------------------
-
-    def open(self, replace: bool = False) -> None:
-        """Show the bar (with the replace row when ``replace``), seeded with a selected word."""
-        selected = self.editor.textCursor().selectedText()
-        if selected and "\u2029" not in selected:
-            self.find_edit.setText(
-                QRegularExpression.escape(selected) if self.regex_button.isChecked() else selected
-            )
-        for widget in (self.replace_edit, self.replace_button, self.replace_all_button):
-            widget.setVisible(replace)
-        self.show()
-        self.find_edit.setFocus()
-        self.find_edit.selectAll()
-        self._refresh()
-
-    def close_bar(self) -> None:
-        """Hide the bar and clear its highlights."""
-        self.hide()
-        self.editor.set_find_highlights([])
-        self.sig_closed.emit()
-
-    # Searching --------------------------------------------------------------------------
-
     def set_query(
         self, text: str, regex: bool = False, match_case: bool = False, whole_word: bool = False
     ) -> None:
@@ -127,6 +100,106 @@ class FindBar(QWidget):
         self.find_edit.setText(text)
         self.find_edit.blockSignals(False)
         self._on_query_changed()
+
+    def count_text(self) -> str:
+        """What the count label says: "3 of 17", "17 results", "No results" or the regex error."""
+        return self.error or self.count_label.text()
+
+    def find_next(self) -> bool:
+        """Go to the next match."""
+        raise NotImplementedError
+
+    def find_previous(self) -> bool:
+        """Go to the previous match."""
+        raise NotImplementedError
+
+    def close_bar(self) -> None:
+        """Hide the bar."""
+        self.hide()
+        self.sig_closed.emit()
+
+    def replace_current(self) -> bool:
+        """Replace the current match (nothing to replace here)."""
+        return False
+
+    def replace_all(self) -> int:
+        """Replace every match (nothing to replace here)."""
+        return 0
+
+    def _on_query_changed(self, *_: object) -> None:
+        raise NotImplementedError
+
+    def _show_replace_row(self, visible: bool) -> None:
+        for widget in (self.replace_edit, self.replace_button, self.replace_all_button):
+            widget.setVisible(visible)
+
+    def _show_count(self, text: str) -> None:
+        """Show ``text`` in the count label, or ``self.error`` in red when it is set."""
+        if self.error:
+            self.count_label.setText(self.count_label.fontMetrics().elidedText(
+                self.error, Qt.TextElideMode.ElideRight, COUNT_LABEL_WIDTH))
+            self.count_label.setToolTip(self.error)
+            self.find_edit.setStyleSheet("QLineEdit { border: 1px solid #d32f2f; color: #d32f2f; }")
+            self.count_label.setStyleSheet("color: #d32f2f;")
+            return
+        self.find_edit.setStyleSheet("")
+        self.count_label.setStyleSheet("")
+        self.count_label.setToolTip("")
+        self.count_label.setText(text)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
+        if event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent):
+            key = event.key()
+            shift = bool(event.modifiers() & Qt.KeyboardModifier.ShiftModifier)
+            if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
+                if watched is self.replace_edit and not shift:
+                    self.replace_current()
+                else:
+                    (self.find_previous if shift else self.find_next)()
+                return True
+            if key == Qt.Key.Key_F3:
+                (self.find_previous if shift else self.find_next)()
+                return True
+            if key == Qt.Key.Key_Escape:
+                self.close_bar()
+                return True
+        return super().eventFilter(watched, event)
+
+
+class FindBar(FindControls):
+    """Finds and replaces in ``editor``; never raises on a bad regular expression."""
+
+    def __init__(self, editor: QPlainTextEdit, parent: QWidget | None = None) -> None:
+        self.editor = editor
+        self._matches: list[tuple[int, int, list[str]]] | None = None
+        super().__init__(parent)
+        self._refresh_timer = QTimer(self, singleShot=True, interval=150)
+        self._refresh_timer.timeout.connect(self._refresh)
+        editor.document().contentsChange.connect(self._on_document_changed)
+        editor.cursorPositionChanged.connect(self._on_cursor_moved)
+        self.hide()
+
+    # Opening and closing ----------------------------------------------------------------
+
+    def open(self, replace: bool = False) -> None:
+        """Show the bar (with the replace row when ``replace``), seeded with a selected word."""
+        selected = self.editor.textCursor().selectedText()
+        if selected and "\u2029" not in selected:
+            self.find_edit.setText(
+                QRegularExpression.escape(selected) if self.regex_button.isChecked() else selected
+            )
+        self._show_replace_row(replace)
+        self.show()
+        self.find_edit.setFocus()
+        self.find_edit.selectAll()
+        self._refresh()
+
+    def close_bar(self) -> None:
+        """Hide the bar and clear its highlights."""
+        self.editor.set_find_highlights([])
+        super().close_bar()
+
+    # Searching --------------------------------------------------------------------------
 
     def pattern(self) -> QRegularExpression | None:
         """The query as a regular expression, or None (with ``error`` set) when it is invalid."""
@@ -261,10 +334,6 @@ class FindBar(QWidget):
 
     # Display ----------------------------------------------------------------------------
 
-    def count_text(self) -> str:
-        """What the count label says: "3 of 17", "17 results", "No results" or the regex error."""
-        return self.error or self.count_label.text()
-
     def _on_query_changed(self, *_: object) -> None:
         self._matches = None
         # Search as you type from where the selection starts, so the match under it stays.
@@ -294,41 +363,13 @@ class FindBar(QWidget):
 
     def _refresh_label(self) -> list[tuple[int, int, list[str]]]:
         matches = self._all_matches()
-        if self.error:
-            self.count_label.setText(self.count_label.fontMetrics().elidedText(
-                self.error, Qt.TextElideMode.ElideRight, COUNT_LABEL_WIDTH))
-            self.count_label.setToolTip(self.error)
-            self.find_edit.setStyleSheet("QLineEdit { border: 1px solid #d32f2f; color: #d32f2f; }")
-            self.count_label.setStyleSheet("color: #d32f2f;")
-            return matches
-        self.find_edit.setStyleSheet("")
-        self.count_label.setStyleSheet("")
-        self.count_label.setToolTip("")
-        index = self.current_index()
+        index = self.current_index() if matches and not self.error else None
         if not self.find_edit.text():
-            self.count_label.setText("")
+            self._show_count("")
         elif not matches:
-            self.count_label.setText("No results")
+            self._show_count("No results")
         elif index is None:
-            self.count_label.setText(f"{len(matches)} results")
+            self._show_count(f"{len(matches)} results")
         else:
-            self.count_label.setText(f"{index + 1} of {len(matches)}")
+            self._show_count(f"{index + 1} of {len(matches)}")
         return matches
-
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt override)
-        if event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent):
-            key = event.key()
-            shift = bool(event.modifiers() & Qt.KeyboardModifier.ShiftModifier)
-            if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter):
-                if watched is self.replace_edit and not shift:
-                    self.replace_current()
-                else:
-                    (self.find_previous if shift else self.find_next)()
-                return True
-            if key == Qt.Key.Key_F3:
-                (self.find_previous if shift else self.find_next)()
-                return True
-            if key == Qt.Key.Key_Escape:
-                self.close_bar()
-                return True
-        return super().eventFilter(watched, event)
