@@ -8,7 +8,6 @@ forwarder that loads neither Qt nor any capability.
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import sys
 import time
@@ -76,7 +75,12 @@ def _user_message(exc: Exception) -> str | None:
 
 
 def _emit(data: object, as_json: bool, text: str) -> None:
-    click.echo(json.dumps(data, indent=2) if as_json else text)
+    if as_json:
+        import json
+
+        click.echo(json.dumps(data, indent=2))
+    else:
+        click.echo(text)
 
 
 def _has_display() -> bool:

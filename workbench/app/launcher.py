@@ -9,14 +9,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 from workbench.ipc.endpoint import hub_log_path, runtime_dir
 
 
 def new_window_id() -> str:
-    return uuid.uuid4().hex[:12]
+    return os.urandom(6).hex()
 
 
 def _spawn(module: str, args: list[str], log_name: str) -> subprocess.Popen:
