@@ -24,7 +24,9 @@ from workbench.ipc.errors import IpcError, RpcError
 # millisecond spent here delays the window of `workbench open` when no hub runs yet.
 
 # name -> "module:attribute" of a click group; a capability adds its line here.
-CAPABILITY_GROUPS: dict[str, str] = {}
+CAPABILITY_GROUPS: dict[str, str] = {
+    "git": "workbench.git.cli:git_group",
+}
 
 HUB_START_TIMEOUT_S = 15.0
 
