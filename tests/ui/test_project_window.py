@@ -172,3 +172,33 @@ def test_a_newly_opened_file_gets_the_keyboard(make_window, project, qtbot):
     window.activateWindow()
     tab = window.open_file("model.py")
     qtbot.waitUntil(lambda: tab.isAncestorOf(window.focusWidget()) if window.focusWidget() else False)
+
+
+def test_capabilities_join_the_window_after_its_first_paint(make_window, project, qtbot, monkeypatch):
+    import sys
+    import types
+
+    from PySide6.QtWidgets import QLabel as Label
+
+    module = types.ModuleType("fake_capability")
+    module.install = lambda window: (window.add_dock("fake", "Fake", Label("fake")),
+                                     window.commands.add("fake.hello", "Hello", lambda: "hi", menu="Run"))
+    monkeypatch.setitem(sys.modules, "fake_capability", module)
+    monkeypatch.setattr("workbench.ui.capabilities.BUILT_IN", ("fake_capability:install", "missing_module:install"))
+    window = ProjectWindow(project)
+    qtbot.addWidget(window)
+    assert "fake.hello" not in window.commands
+    with qtbot.waitSignal(window.sig_capabilities_installed):
+        window.show()
+    assert window.commands.execute("fake.hello") == "hi"
+    assert "Run" in [a.text() for a in window.menuBar().actions() if a.isVisible()]
+    assert "missing_module could not start" in window.statusBar().currentMessage()
+
+
+def test_a_capability_document_tab_sits_beside_the_editors(make_window, project):
+    window = make_window(project)
+    diff = QLabel("a diff")
+    window.add_tab(diff, "train.py (diff)")
+    assert window.tabs.currentWidget() is diff and window.current_editor() is None
+    assert [tab.path.name for tab in window.editors()] == ["train.py"]
+    assert window.close_tab(window.tabs.indexOf(diff))

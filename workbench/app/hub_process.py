@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
-    from workbench.app.paint_marker import after_first_paint, mark_first_paint
+    from workbench.qt.paint import after_first_paint, mark_first_paint
 
     app = QApplication(sys.argv[:1])
     app.setApplicationName("Workbench")

@@ -21,7 +21,7 @@ from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QApplication
 
 from workbench.app.heavy_modules import heavy_modules_loaded
-from workbench.app.paint_marker import after_first_paint, mark_first_paint
+from workbench.qt.paint import after_first_paint, mark_first_paint
 from workbench.ipc import messages
 from workbench.ipc.endpoint import ExclusiveLock, project_lock, socket_path
 from workbench.ipc.errors import IpcError, RpcError

@@ -36,6 +36,9 @@ from workbench.project import (
     create_file,
 )
 from workbench.project.widgets import ProjectTree
+from workbench.qt.paint import after_first_paint
+from workbench.qt.tasks import TaskRunner
+from workbench.ui.capabilities import install_capabilities
 from workbench.ui.command_palette import CommandPalette
 from workbench.ui.commands import CommandRegistry
 from workbench.ui.menus import MenuBuilder
@@ -51,6 +54,9 @@ class ProjectWindow(QMainWindow):
 
     sig_broadcast = Signal(str, object)
     """An event (name, JSON-able data) for every other Workbench window."""
+
+    sig_capabilities_installed = Signal()
+    """The capabilities' docks and commands are in place (just after the first paint)."""
 
     def __init__(self, project: Project, parent: QWidget | None = None):
         super().__init__(parent)
@@ -100,6 +106,11 @@ class ProjectWindow(QMainWindow):
         self.palette = CommandPalette(self.commands, self)
         self.palette.sig_command_chosen.connect(self.menus.run)
 
+        self.tasks = TaskRunner(self)
+        self.tasks.sig_progress.connect(self._show_progress)
+        self.capabilities_installed = False
+        after_first_paint(self, self.install_capabilities)
+
         self._state_timer = QTimer(self)
         self._state_timer.setSingleShot(True)
         self._state_timer.timeout.connect(self.save_state)
@@ -117,9 +128,40 @@ class ProjectWindow(QMainWindow):
         dock.setWidget(widget)
         self.addDockWidget(area, dock)
         dock.show()  # a dock added to a window already on screen starts hidden otherwise
+        self.restoreDockWidget(dock)  # where the user left it, for docks added after the layout
         self.commands.add(f"view.toggle.{dock_id}", f"Toggle {title}", lambda: dock.setVisible(dock.isHidden()),
                           category="View", menu="View", shortcut=shortcut)
         return dock
+
+    def add_status_widget(self, widget: QWidget, left: bool = False) -> None:
+        """Put a capability's widget in the status bar (``left``: before the messages)."""
+        if left:
+            self.statusBar().insertWidget(0, widget)
+        else:
+            self.statusBar().insertPermanentWidget(0, widget)
+
+    def add_tab(self, widget: QWidget, title: str, tooltip: str = "") -> None:
+        """Show a capability's document (a diff, a history) as a tab beside the editors."""
+        index = self.tabs.indexOf(widget)
+        if index < 0:
+            index = self.tabs.addTab(widget, title)
+            self.tabs.setTabToolTip(index, tooltip or title)
+        self.tabs.setCurrentIndex(index)
+        self._center.setCurrentWidget(self.tabs)
+
+    def install_capabilities(self, entries: tuple[str, ...] | None = None) -> None:
+        if self.capabilities_installed:
+            return
+        self.capabilities_installed = True
+        install_capabilities(self, entries)
+        self.menus.prune_empty()
+        self.sig_capabilities_installed.emit()
+
+    def _show_progress(self, text: str) -> None:
+        if text:
+            self.statusBar().showMessage(text)
+        else:
+            self.statusBar().clearMessage()
 
     def on_event(self, event: str, handler: Callable[[object], None]) -> None:
         """Call ``handler(data)`` when another window broadcasts ``event``."""
@@ -132,10 +174,12 @@ class ProjectWindow(QMainWindow):
     # --- editors ------------------------------------------------------------------------------
 
     def editors(self) -> list[EditorTab]:
-        return [self.tabs.widget(i) for i in range(self.tabs.count())]
+        tabs = (self.tabs.widget(i) for i in range(self.tabs.count()))
+        return [tab for tab in tabs if isinstance(tab, EditorTab)]
 
     def current_editor(self) -> EditorTab | None:
-        return self.tabs.currentWidget()
+        tab = self.tabs.currentWidget()
+        return tab if isinstance(tab, EditorTab) else None
 
     def open_file(self, path: Path | str, line: int | None = None, column: int = 1) -> EditorTab | None:
         """Show ``path`` in a tab (the existing one if it is open); None when it cannot be opened."""
@@ -173,7 +217,7 @@ class ProjectWindow(QMainWindow):
         tab = self.tabs.widget(index)
         if tab is None:
             return False
-        if tab.is_modified():
+        if isinstance(tab, EditorTab) and tab.is_modified():
             answer = self.ask_save_changes(tab)
             if answer == "cancel":
                 return False
@@ -459,5 +503,6 @@ class ProjectWindow(QMainWindow):
                 tab.flush_hot_exit()
         self._state_timer.stop()
         self.save_state()
+        self.tasks.cancel_all()
         event.accept()
         self.sig_closed.emit()

@@ -1,0 +1,1 @@
+"""Qt helpers that capability widgets share (below them in the import order, above services)."""
