@@ -73,6 +73,11 @@ def _user_message(exc: Exception) -> str | None:
 
         if isinstance(exc, ProjectError):
             return str(exc)
+    if "workbench.git.errors" in sys.modules:
+        from workbench.git.errors import GitError
+
+        if isinstance(exc, GitError):
+            return str(exc)
     return None
 
 

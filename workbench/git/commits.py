@@ -35,17 +35,20 @@ def commit(repo: Repository, message: str, amend: bool = False, sign_off: bool =
     a hook refuses the commit (its output in ``details``)."""
     if not message or not message.strip():
         raise GitError("The commit message is empty. Write a message that says what the change does.")
-    args = ["commit", "--file=-"]
+    options = []
     if amend:
-        args.append("--amend")
+        options.append("--amend")
     if sign_off:
-        args.append("--signoff")
+        options.append("--signoff")
     if allow_empty:
-        args.append("--allow-empty")
+        options.append("--allow-empty")
     with tempfile.TemporaryDirectory(prefix="wb-commit-") as folder:
+        # A file, not stdin: git may refuse (nothing to amend …) before reading stdin.
+        message_file = Path(folder) / "message.txt"
+        message_file.write_text(message, encoding="utf-8")
+        args = ["commit", f"--file={message_file}", *options]
         trace = Path(folder) / "trace2.json"
-        result = repo.run(args, input=message.encode("utf-8"), check=False,
-                          env={"GIT_TRACE2_EVENT": str(trace)})
+        result = repo.run(args, check=False, env={"GIT_TRACE2_EVENT": str(trace)})
         failed_hook = _failed_hook(trace) if result.returncode != 0 else None
     if result.returncode != 0:
         _raise_commit_failure(args, result, failed_hook)

@@ -101,8 +101,8 @@ class GitRunner:
     @staticmethod
     def _communicate(process: subprocess.Popen, input: bytes | None, cancel: CancelToken | None) -> bytes:
         if input is not None:
-            process.stdin.write(input)
-            process.stdin.close()
+            # From a thread: a large patch could fill the pipe while git fills stdout.
+            threading.Thread(target=GitRunner._feed, args=(process, input), daemon=True).start()
         chunks = []
         while True:
             if cancel is not None and cancel.cancelled:
@@ -115,6 +115,14 @@ class GitRunner:
             chunks.append(chunk)
         process.wait()
         return b"".join(chunks)
+
+    @staticmethod
+    def _feed(process: subprocess.Popen, data: bytes) -> None:
+        try:
+            process.stdin.write(data)
+            process.stdin.close()
+        except (BrokenPipeError, ValueError):
+            pass  # git stopped reading (it failed early); its exit status says why
 
     @staticmethod
     def _read_stderr(process: subprocess.Popen, sink: list[bytes], progress: ProgressCallback | None) -> None:
@@ -147,6 +155,8 @@ _FAILURES: list[tuple[re.Pattern[str], str]] = [
      "The remote has commits you do not have, so the push was rejected. Pull first, then push again."),
     (re.compile(r"Permission denied \(publickey|Authentication failed|could not read Username", re.I),
      "Authentication failed. Check that your SSH key (or credentials) is accepted by the remote."),
+    (re.compile(r"does not appear to be a git repository", re.I),
+     "The remote's address does not lead to a Git repository. Check the remote's URL."),
     (re.compile(r"Could not resolve hostname|Connection refused|Network is unreachable|No route to host|"
                 r"Connection timed out|Could not read from remote repository", re.I),
      "The remote cannot be reached. Check the remote's address and your network, then try again."),
@@ -157,6 +167,24 @@ _FAILURES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"does not have any commits yet|bad default revision 'HEAD'|ambiguous argument 'HEAD'", re.I),
      "This repository has no commits yet. Make the first commit."),
     (re.compile(r"nothing to commit", re.I), "There is nothing to commit."),
+    (re.compile(r"There is no tracking information for the current branch|has no upstream branch", re.I),
+     "This branch has no upstream branch on a remote. Push it first (that sets its upstream), "
+     "or choose the remote branch to pull from."),
+    (re.compile(r"No configured push destination|No remote repository specified", re.I),
+     "This repository has no remote to push to. Add a remote (for example origin) first."),
+    (re.compile(r"Not possible to fast-forward", re.I),
+     "Your branch and the remote's have both moved on, and only fast-forward pulls are allowed "
+     "(pull.ff=only). Pull with merge or rebase instead."),
+    (re.compile(r"cannot (pull with rebase|rebase): You have unstaged changes|"
+                r"cannot (pull with rebase|rebase): Your index contains uncommitted changes", re.I),
+     "You have local changes, and a rebase needs a clean working tree. Commit or stash them first."),
+    (re.compile(r"Please tell me who you are|Author identity unknown|empty ident name", re.I),
+     "Git does not know who you are. Set your name and email (user.name, user.email), then commit again."),
+    (re.compile(r"Aborting commit due to empty commit message", re.I),
+     "The commit message is empty. Write a message that says what the change does."),
+    (re.compile(r"refusing to update checked out branch", re.I),
+     "The remote is a working copy with this branch checked out, so it refuses the push. "
+     "Push to a bare repository, or to another branch."),
 ]
 
 

@@ -1,0 +1,1 @@
+"""Real services (sshd, …) started by fixtures for the tests that need them."""

@@ -1,0 +1,327 @@
+"""Conflicts left by a merge, rebase, cherry-pick or revert, and the ways to resolve them.
+
+The conflicted files come from the index (``git ls-files -u``: the stages 1 base, 2 ours,
+3 theirs). The hunks of one file are parsed from the conflict markers git wrote into it
+(with ``merge.conflictStyle=diff3`` or ``zdiff3`` a hunk also has the base version).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from workbench.git.errors import GitError
+from workbench.git.repository import Repository
+
+Side = Literal["ours", "theirs"]
+HunkChoice = Literal["ours", "theirs", "both"]
+
+# What each combination of index stages means, in git status's words.
+_KINDS = {
+    frozenset({1, 2, 3}): "both modified",
+    frozenset({2, 3}): "both added",
+    frozenset({1, 3}): "deleted by us",
+    frozenset({1, 2}): "deleted by them",
+    frozenset({2}): "added by us",
+    frozenset({3}): "added by them",
+    frozenset({1}): "both deleted",
+}
+
+_OURS = re.compile(r"^<{7}(?: (.*))?$")
+_BASE = re.compile(r"^\|{7}(?: (.*))?$")
+_SPLIT = re.compile(r"^={7}$")
+_THEIRS = re.compile(r"^>{7}(?: (.*))?$")
+
+
+@dataclass(frozen=True)
+class ConflictedFile:
+    """A file the operation could not merge by itself."""
+
+    path: str
+    kind: str  # "both modified", "deleted by them", … as git status says it
+    stages: frozenset[int]
+
+    @property
+    def has_ours(self) -> bool:
+        return 2 in self.stages
+
+    @property
+    def has_theirs(self) -> bool:
+        return 3 in self.stages
+
+
+@dataclass(frozen=True)
+class LineRange:
+    """Lines ``start`` to ``end`` of the file as it is on disk, 1-based and inclusive; an empty
+    side has ``end == start - 1``."""
+
+    start: int
+    end: int
+
+    def __len__(self) -> int:
+        return self.end - self.start + 1
+
+
+@dataclass(frozen=True)
+class ConflictHunk:
+    """One ``<<<<<<< … >>>>>>>`` block. Line lists keep their line endings."""
+
+    index: int
+    lines: LineRange  # the whole block, markers included
+    ours: tuple[str, ...]
+    theirs: tuple[str, ...]
+    base: tuple[str, ...] | None  # only with the diff3 conflict style
+    ours_lines: LineRange
+    theirs_lines: LineRange
+    base_lines: LineRange | None
+    ours_label: str
+    theirs_label: str
+    base_label: str | None
+
+
+def conflicted_files(repo: Repository) -> list[ConflictedFile]:
+    """The files that still have conflicts, in path order."""
+    result = repo.run(["ls-files", "-u", "-z"])
+    stages: dict[str, set[int]] = {}
+    for record in result.text.split("\0"):
+        if not record:
+            continue
+        info, path = record.split("\t", 1)
+        stages.setdefault(path, set()).add(int(info.split()[2]))
+    return [ConflictedFile(path=path, kind=_KINDS.get(frozenset(found), "conflicted"), stages=frozenset(found))
+            for path, found in sorted(stages.items())]
+
+
+def conflicts_left(repo: Repository) -> int:
+    """How many files still have conflicts."""
+    return len(conflicted_files(repo))
+
+
+def parse_conflicts(text: str) -> list[ConflictHunk]:
+    """The conflict hunks in a file's ``text``; GitError for a block with a missing marker."""
+    hunks: list[ConflictHunk] = []
+    lines = text.splitlines(keepends=True)
+    number = 0
+    while number < len(lines):
+        opening = _OURS.match(lines[number].rstrip("\r\n"))
+        if not opening:
+            number += 1
+            continue
+        start = number
+        sections: dict[str, list[str]] = {"ours": [], "base": [], "theirs": []}
+        starts = {"ours": number + 2}
+        labels = {"ours": opening.group(1) or "", "base": None, "theirs": ""}
+        section = "ours"
+        number += 1
+        while True:
+            if number >= len(lines):
+                raise GitError(f"A conflict that starts on line {start + 1} has no closing >>>>>>> marker. "
+                               "Edit the file by hand, then mark it resolved.")
+            bare = lines[number].rstrip("\r\n")
+            if section == "ours" and _BASE.match(bare):
+                section, labels["base"] = "base", _BASE.match(bare).group(1) or ""
+                starts["base"] = number + 2
+            elif section in ("ours", "base") and _SPLIT.match(bare):
+                section = "theirs"
+                starts["theirs"] = number + 2
+            elif section == "theirs" and _THEIRS.match(bare):
+                labels["theirs"] = _THEIRS.match(bare).group(1) or ""
+                break
+            else:
+                sections[section].append(lines[number])
+            number += 1
+        has_base = "base" in starts
+        hunks.append(ConflictHunk(
+            index=len(hunks),
+            lines=LineRange(start + 1, number + 1),
+            ours=tuple(sections["ours"]),
+            theirs=tuple(sections["theirs"]),
+            base=tuple(sections["base"]) if has_base else None,
+            ours_lines=_range(starts["ours"], sections["ours"]),
+            theirs_lines=_range(starts["theirs"], sections["theirs"]),
+            base_lines=_range(starts["base"], sections["base"]) if has_base else None,
+            ours_label=labels["ours"],
+            theirs_label=labels["theirs"],
+            base_label=labels["base"],
+        ))
+        number += 1
+    return hunks
+
+
+def file_conflicts(repo: Repository, path: str | Path) -> list[ConflictHunk]:
+    """The conflict hunks of the file at ``path`` as it is on disk now."""
+    return parse_conflicts(_read(repo, path))
+
+
+def resolve_hunk_text(text: str, index: int, choice: HunkChoice) -> str:
+    """``text`` with conflict hunk ``index`` replaced by ours, theirs or both (ours first);
+    the other hunks keep their markers."""
+    hunks = parse_conflicts(text)
+    if not 0 <= index < len(hunks):
+        raise GitError(f"There is no conflict number {index + 1} in this file any more (it has {len(hunks)}). "
+                       "Reload the file.")
+    hunk = hunks[index]
+    chosen = {"ours": hunk.ours, "theirs": hunk.theirs, "both": hunk.ours + hunk.theirs}.get(choice)
+    if chosen is None:
+        raise GitError(f"Resolve a conflict with ours, theirs or both, not {choice!r}.")
+    lines = text.splitlines(keepends=True)
+    return "".join([*lines[:hunk.lines.start - 1], *chosen, *lines[hunk.lines.end:]])
+
+
+def resolve_hunk(repo: Repository, path: str | Path, index: int, choice: HunkChoice) -> int:
+    """Resolve conflict hunk ``index`` of ``path`` with ours, theirs or both, rewriting the file
+    (the other hunks keep their markers). Returns how many hunks are left in the file; the file
+    is not marked resolved (``mark_resolved``) so the result can be reviewed first."""
+    text = resolve_hunk_text(_read(repo, path), index, choice)
+    _write_atomically(repo.root / _relative(repo, path), text)
+    return len(parse_conflicts(text))
+
+
+def resolve_file(repo: Repository, path: str | Path, side: Side) -> None:
+    """Take the whole file from our side or theirs and mark it resolved. When the chosen side
+    deleted the file, the file is deleted."""
+    if side not in ("ours", "theirs"):
+        raise GitError(f"Take a whole file from ours or theirs, not {side!r}.")
+    relative = _relative(repo, path)
+    conflicted = {item.path: item for item in conflicted_files(repo)}
+    item = conflicted.get(relative)
+    if item is None:
+        raise GitError(f"{relative} has no conflict to resolve. Refresh the list of conflicts.")
+    kept = item.has_ours if side == "ours" else item.has_theirs
+    if kept:
+        repo.run(["checkout", f"--{side}", "--", relative])
+        repo.run(["add", "--", relative])
+    else:
+        repo.run(["rm", "--quiet", "--force", "--", relative])
+
+
+def mark_resolved(repo: Repository, paths: list[str | Path] | str | Path, force: bool = False) -> None:
+    """Mark files resolved (``git add``; a deleted file is removed). Refuses a file that still
+    has conflict markers unless ``force``."""
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    relatives = [_relative(repo, path) for path in paths]
+    if not force:
+        for relative in relatives:
+            file = repo.root / relative
+            if file.is_file() and has_conflict_markers(file):
+                raise GitError(f"{relative} still has conflict markers. Resolve every conflict in it, "
+                               "or mark it resolved anyway.")
+    for relative in relatives:
+        if (repo.root / relative).exists():
+            repo.run(["add", "--", relative])
+        else:
+            repo.run(["rm", "--quiet", "--cached", "--ignore-unmatch", "--", relative])
+
+
+def has_conflict_markers(file: Path) -> bool:
+    """Whether ``file`` still has a conflict marker block (complete or not)."""
+    try:
+        text = file.read_text(encoding="utf-8", errors="surrogateescape")
+    except OSError:
+        return False
+    try:
+        return bool(parse_conflicts(text))
+    except GitError:
+        return True
+
+
+def abort_merge(repo: Repository) -> None:
+    """Stop the merge in progress and go back to the state before it."""
+    _run_operation(repo, ["merge", "--abort"], "There is no merge in progress to abort.")
+
+
+def abort_rebase(repo: Repository) -> None:
+    """Stop the rebase in progress and put the branch back where it was."""
+    _run_operation(repo, ["rebase", "--abort"], "There is no rebase in progress to abort.")
+
+
+def continue_rebase(repo: Repository) -> None:
+    """Commit the resolved step and go on with the rebase (it may stop again on a conflict)."""
+    _require_resolved(repo, "the rebase")
+    _run_operation(repo, ["rebase", "--continue"], "There is no rebase in progress to continue.")
+
+
+def skip_rebase_commit(repo: Repository) -> None:
+    """Leave out the commit the rebase stopped on and go on with the next one."""
+    _run_operation(repo, ["rebase", "--skip"], "There is no rebase in progress.")
+
+
+def abort_cherry_pick(repo: Repository) -> None:
+    """Stop the cherry-pick in progress and go back to the state before it."""
+    _run_operation(repo, ["cherry-pick", "--abort"], "There is no cherry-pick in progress to abort.")
+
+
+def continue_cherry_pick(repo: Repository) -> None:
+    """Commit the resolved cherry-pick and go on with the next commit, if any."""
+    _require_resolved(repo, "the cherry-pick")
+    _run_operation(repo, ["cherry-pick", "--continue"], "There is no cherry-pick in progress to continue.")
+
+
+def abort_revert(repo: Repository) -> None:
+    """Stop the revert in progress and go back to the state before it."""
+    _run_operation(repo, ["revert", "--abort"], "There is no revert in progress to abort.")
+
+
+def _require_resolved(repo: Repository, what: str) -> None:
+    left = conflicts_left(repo)
+    if left:
+        raise GitError(f"{left} file{'s' if left != 1 else ''} still {'have' if left != 1 else 'has'} "
+                       f"conflicts. Resolve and mark {'them' if left != 1 else 'it'} resolved before "
+                       f"continuing {what}.")
+
+
+def _run_operation(repo: Repository, args: list[str], nothing_to_do: str) -> None:
+    result = repo.run(args, check=False)
+    if result.returncode == 0:
+        return
+    stderr = result.stderr
+    if re.search(r"no (merge|rebase|cherry-pick|revert)[^\n]*in progress|There is no merge to abort|"
+                 r"MERGE_HEAD missing|No rebase in progress|no cherry-pick or revert in progress", stderr, re.I):
+        raise GitError(nothing_to_do, details=stderr)
+    from workbench.git.runner import describe_failure
+
+    raise GitError(describe_failure(args, stderr), details=stderr)
+
+
+def _read(repo: Repository, path: str | Path) -> str:
+    relative = _relative(repo, path)
+    try:
+        # surrogateescape: bytes that are not UTF-8 are written back exactly as they were.
+        return (repo.root / relative).read_text(encoding="utf-8", errors="surrogateescape")
+    except FileNotFoundError:
+        raise GitError(f"{relative} is not in the working tree (it was deleted on one side). "
+                       "Take ours or theirs for the whole file.") from None
+
+
+def _write_atomically(file: Path, text: str) -> None:
+    mode = file.stat().st_mode & 0o7777
+    handle, temporary = tempfile.mkstemp(dir=file.parent, prefix=f".{file.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", errors="surrogateescape", newline="") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, file)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _range(start: int, lines: list[str]) -> LineRange:
+    return LineRange(start, start + len(lines) - 1)
+
+
+def _relative(repo: Repository, path: str | Path) -> str:
+    candidate = Path(path)
+    if candidate.is_absolute():
+        try:
+            candidate = candidate.resolve().relative_to(repo.root.resolve())
+        except ValueError:
+            raise GitError(f"{path} is outside the repository at {repo.root}.") from None
+    return candidate.as_posix()
