@@ -13,7 +13,7 @@ import logging
 
 log = logging.getLogger(__name__)
 
-BUILT_IN: tuple[str, ...] = ()
+BUILT_IN: tuple[str, ...] = ("workbench.git.widgets:install",)
 
 
 def install_capabilities(window, entries: tuple[str, ...] | None = None) -> list[str]:

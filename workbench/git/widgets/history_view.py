@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt, Signal
-from PySide6.QtGui import QFont, QFontDatabase
+from PySide6.QtGui import QColor, QFont, QFontDatabase, QSyntaxHighlighter, QTextCharFormat
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCheckBox,
@@ -35,6 +35,8 @@ from PySide6.QtWidgets import (
 from workbench.git.graph import GraphRow, layout_graph
 from workbench.git.history import ChangedFile, CommitDetails, CommitEntry, commit_details, log
 from workbench.git.repository import Repository
+# Also importable from here for the installer; history_install imports this module lazily only.
+from workbench.git.widgets.history_install import install_history  # noqa: F401
 from workbench.git.widgets.graph_delegate import GRAPH_ROLE, REFS_ROLE, GraphDelegate, SummaryDelegate, graph_width
 from workbench.tasks import CancelToken
 
@@ -88,6 +90,8 @@ class HistoryModel(QAbstractTableModel):
         self.exhausted = False
         self.loading = False
         self._key = f"git.history.page.{next(_ids)}"
+        # A page that arrives after the model is gone is dropped, not delivered to a dead object.
+        self.destroyed.connect(lambda *_, tasks=tasks, key=self._key: tasks.cancel(key))
 
     # Loading ---------------------------------------------------------------------------------
 
@@ -210,6 +214,8 @@ class HistoryView(QWidget):
             all_refs = self.path is None
 
         self.model = HistoryModel(repo, window.tasks, self.path, all_refs, page_size, self)
+        self.destroyed.connect(lambda *_, tasks=window.tasks, keys=(self._details_key, self._diff_key):
+                               [tasks.cancel(key) for key in keys])
         self.model.sig_page_loaded.connect(self._on_page_loaded)
         self.model.sig_load_failed.connect(self._on_load_failed)
 
@@ -379,10 +385,32 @@ class HistoryView(QWidget):
         text.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         text.setPlainText(diff_text(diffs) or f"{file.path}: no textual changes in {entry.short_sha}.")
         text.setObjectName("history-diff-text")
+        text.highlighter = _DiffHighlighter(text.document())
         self.window.add_tab(text, title, tooltip)
 
     def _show_error(self, error) -> None:
         self.window.show_error(str(error))
+
+
+class _DiffHighlighter(QSyntaxHighlighter):
+    """Green added lines, red removed lines and blue hunk headers in the read-only diff text."""
+
+    def __init__(self, document):
+        super().__init__(document)
+        self._formats = {}
+        for prefix, foreground, background in (("+", "#1b5e20", "#e6ffed"), ("-", "#b71c1c", "#ffeef0"),
+                                               ("@", "#1864ab", "#f1f8ff")):
+            text_format = QTextCharFormat()
+            text_format.setForeground(QColor(foreground))
+            text_format.setBackground(QColor(background))
+            self._formats[prefix] = text_format
+
+    def highlightBlock(self, text: str) -> None:  # noqa: N802 (Qt override)
+        if text.startswith(("+++", "---")):
+            return
+        text_format = self._formats.get(text[:1])
+        if text_format is not None:
+            self.setFormat(0, len(text), text_format)
 
 
 def _details_html(details: CommitDetails) -> str:

@@ -30,6 +30,7 @@ from workbench.git.widgets.session import GitSession
 # The groups in the order VS Code shows them; the kinds are workbench.git.status's.
 GROUPS = (("conflicted", "Merge Conflicts"), ("staged", "Staged Changes"), ("unstaged", "Changes"),
           ("untracked", "Untracked"))
+RESOLVE_CONFLICTS = "git.resolveConflicts"  # registered by the conflict view's installer
 MAX_FILES_PER_GROUP = 2000  # more is unreadable in a list, and slow to build
 
 STATE_COLOURS = {"M": "#c08000", "T": "#c08000", "A": "#2e8b2e", "?": "#2e8b2e", "D": "#c03030",
@@ -185,10 +186,12 @@ class SourceControlPanel(QWidget):
         self.files.customContextMenuRequested.connect(self._show_context_menu)
         layout.addWidget(self.files, 1)
 
-        self.empty_label = QLabel("No changes.")
-        self.empty_label.setStyleSheet("color: #777;")
+        self.empty_label = QLabel("No changes: the working tree matches the last commit.")
+        self.empty_label.setWordWrap(True)
+        self.empty_label.setAlignment(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop)
+        self.empty_label.setStyleSheet("color: #777; padding-top: 12px;")
         self.empty_label.hide()
-        layout.addWidget(self.empty_label)
+        layout.addWidget(self.empty_label, 1)
 
         self.stash_slot = QVBoxLayout()
         self.stash_slot.setContentsMargins(0, 0, 0, 0)
@@ -289,9 +292,15 @@ class SourceControlPanel(QWidget):
             group.setExpanded(kind not in self._collapsed)
         self._restore_selection(selected, current_key)
         self.files.setUpdatesEnabled(True)
+        self.files.setVisible(not status.is_clean)
         self.empty_label.setVisible(status.is_clean)
-        self.commit_button.setEnabled(bool(status.staged) or self.amend_box.isChecked()
-                                      or bool(self.session.state and self.session.state.in_progress))
+        self._update_commit_button()
+
+    def _update_commit_button(self) -> None:
+        status, state = self.session.status, self.session.state
+        can_commit = status is not None and (bool(status.staged) or self.amend_box.isChecked()
+                                             or bool(state and state.in_progress))
+        self.commit_button.setEnabled(can_commit and not self.session.busy)
 
     def _file_item(self, change) -> QTreeWidgetItem:
         name = change.path.rsplit("/", 1)[-1]
@@ -348,7 +357,7 @@ class SourceControlPanel(QWidget):
 
     def _on_busy_changed(self, busy: bool) -> None:
         self._update_sync(self.session.status)
-        self.commit_button.setEnabled(not busy)
+        self._update_commit_button()
 
     # --- clicks and menus ---------------------------------------------------------------------
 
@@ -447,7 +456,7 @@ class SourceControlPanel(QWidget):
     def open_diff(self, kind: str, path: str) -> None:
         """Show the diff of ``path``: its unstaged changes, or its staged ones."""
         if kind == "conflicted":
-            self.window.open_file(self.session.repo.root / path)
+            self.open_conflict(path)
             return
         from workbench.git.diff import INDEX_VS_HEAD, WORKTREE_VS_INDEX
 
@@ -457,6 +466,15 @@ class SourceControlPanel(QWidget):
             self.window.show_error(f"The diff view is not available ({exc}).")
             return
         open_diff_tab(self.window, self.session.repo, path, INDEX_VS_HEAD if kind == "staged" else WORKTREE_VS_INDEX)
+
+    def open_conflict(self, path: str) -> None:
+        """Show the conflicts of ``path`` in the conflict view (the editor when there is none)."""
+        if RESOLVE_CONFLICTS in self.window.commands:
+            view = self.window.commands.execute(RESOLVE_CONFLICTS)
+            if view is not None and hasattr(view, "select_file"):
+                view.select_file(path)
+                return
+        self.window.open_file(self.session.repo.root / path)
 
     def commit(self):
         """Commit the staged changes with the message in the box (amend/sign-off as ticked)."""
@@ -490,6 +508,7 @@ class SourceControlPanel(QWidget):
             self.message.clear()
             self._amend_prefill = None
         self.commit_button.setText("Amend Commit" if checked else "Commit")
+        self._update_commit_button()
 
     def sync(self):
         """Pull then push (only push on a branch's first publish)."""

@@ -21,6 +21,9 @@ from PySide6.QtWidgets import QMessageBox
 
 log = logging.getLogger(__name__)
 
+INDEX_CHANGED = "git.index_changed"
+"""The window event of a changed index or working tree (the diff view sends it after staging)."""
+
 FULL_REFRESH_INTERVAL_S = 3.0
 """A window activation refreshes everything at most this often (a status of a big repository
 costs what git costs)."""
@@ -78,9 +81,10 @@ class GitSession(QObject):
         self._refresh_timer.setSingleShot(True)
         self._refresh_timer.timeout.connect(self._start_refresh)
         self._watched_editors: set[int] = set()
+        self._announcing = False
         window.installEventFilter(self)
         window.tabs.currentChanged.connect(lambda _index: self._watch_editors())
-        window.on_event("git.index_changed", self._on_index_changed)
+        window.on_event(INDEX_CHANGED, self._on_index_changed)
         window.on_event("editor.saved", self._on_editor_saved_event)
         self._watch_editors()
 
@@ -159,6 +163,7 @@ class GitSession(QObject):
             self._running.discard(key)
             if refresh:
                 self.refresh(paths=list(paths) if paths is not None else None, force=True)
+                self._announce_index_change(paths)
             if not self.busy:
                 self.sig_busy_changed.emit(False)
 
@@ -187,6 +192,15 @@ class GitSession(QObject):
             return
         self.window.tasks.run(f"git.query.{name}", function, self.repo, *args, on_done=on_done,
                               on_error=self._report, **kwargs)
+
+    def _announce_index_change(self, paths: Iterable[str] | None) -> None:
+        """Tell the window's other Git views (open diffs, conflicts) that the index or the
+        working tree changed; our own refresh is already on its way."""
+        self._announcing = True
+        try:
+            self.window.handle_event(INDEX_CHANGED, {"paths": list(paths)} if paths is not None else {})
+        finally:
+            self._announcing = False
 
     def confirm(self, question: str) -> bool:
         """Ask before a destructive operation (tests replace this method)."""
@@ -285,6 +299,8 @@ class GitSession(QObject):
         self.refresh(paths=[str(path)])
 
     def _on_index_changed(self, data: object) -> None:
+        if self._announcing:
+            return
         paths = data.get("paths") if isinstance(data, dict) else None
         self.refresh(paths=paths or None, force=True)
 

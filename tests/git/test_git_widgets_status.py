@@ -1,0 +1,63 @@
+"""The Source Control panel follows the working tree: edits saved in the editor, and a folder
+that is not yet a repository."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent
+from PySide6.QtWidgets import QApplication
+
+from tests.git.conftest import git
+from tests.git.test_git_widgets_support import finish, open_window, panel_of, session_of, wait_for  # noqa: F401
+
+
+def test_saving_a_file_in_the_editor_lists_it_under_changes_with_a_path_limited_refresh(
+        make_repo, open_window, qtbot):
+    root = make_repo(files={"train.py": "print('train')\n", "model.py": "x = 1\n"})
+    window = open_window(root)
+    panel, session = panel_of(window), session_of(window)
+    assert panel.group_paths("unstaged") == []
+    refreshed = []
+    original = session.cache.refresh
+    session.cache.refresh = lambda paths=None, **kw: (refreshed.append(paths), original(paths, **kw))[1]
+
+    window.open_file(root / "model.py")
+    window.commands.execute("editor.insertText", text="# tuned\n")
+    window.commands.execute("file.save")
+
+    wait_for(qtbot, lambda: panel.group_paths("unstaged") == ["model.py"])
+    assert [str(root / "model.py")] in refreshed  # only the saved file was re-read
+    assert panel.file_item("model.py", "unstaged").text(1) == "M"
+
+
+def test_new_files_are_untracked_and_a_window_activation_refreshes_everything(make_repo, open_window, qtbot):
+    root = make_repo(files={"train.py": "print('train')\n"})
+    window = open_window(root)
+    panel, session = panel_of(window), session_of(window)
+    (root / "data.csv").write_text("a,b\n")  # made outside Workbench, say in a terminal
+
+    session._last_full = 0  # the last full refresh was long ago
+    QApplication.sendEvent(window, QEvent(QEvent.Type.WindowActivate))
+
+    wait_for(qtbot, lambda: panel.group_paths("untracked") == ["data.csv"])
+    assert panel.file_item("data.csv", "untracked").text(1) == "?"
+
+
+def test_a_folder_that_is_not_a_repository_offers_to_initialise_one(tmp_path, open_window, qtbot):
+    root = tmp_path / "plain"
+    root.mkdir()
+    (root / "train.py").write_text("print('train')\n")
+    window = open_window(root)
+    panel, session = panel_of(window), session_of(window)
+
+    assert session.repo is None
+    assert panel.pages.currentIndex() == 1 and panel.init_button.text() == "Initialise Repository"
+    assert not window.commands.get("git.commit").is_enabled()
+    assert window.commands.get("git.init").is_enabled()
+
+    panel.init_button.click()
+    wait_for(qtbot, lambda: session.repo is not None and session.status is not None)
+    assert (root / ".git").is_dir()
+    assert panel.pages.currentIndex() == 2
+    assert panel.group_paths("untracked") == ["train.py"]
+    assert window.commands.get("git.commit").is_enabled()
+    assert git(root, "symbolic-ref", "--short", "HEAD").strip() == "main"

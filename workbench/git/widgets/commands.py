@@ -1,0 +1,322 @@
+"""The Git and Git Flow commands: palette, "Git" menu and scripts.
+
+Every command takes keyword arguments, so a script or a test runs it without a dialog
+(``commands.execute("git.commit", message="Add the CNN")``); run without them (from the palette
+or the menu) it asks with a small dialog. Commands that start an operation return its
+``Operation`` (``finished``, ``result``, ``error``); the operation itself runs off the GUI thread.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from workbench.git.widgets import dialogs
+from workbench.git.widgets.session import GitSession
+
+FLOW_KINDS = ("feature", "bugfix", "release", "hotfix", "support")
+FLOW_LABELS = {"release": "version", "hotfix": "version"}
+
+
+class GitCommands:
+    """Declares the commands of one window and runs them through its session and widgets."""
+
+    def __init__(self, window, session: GitSession, panel, stashes, branch_button):
+        self.window = window
+        self.session = session
+        self.panel = panel
+        self.stashes = stashes
+        self.branch_button = branch_button
+
+    # --- registration -------------------------------------------------------------------------
+
+    def register(self) -> list[str]:
+        """Add every command to the window's registry; returns their ids."""
+        has_repo = lambda: self.session.repo is not None  # noqa: E731
+        no_repo = lambda: self.session.opened and self.session.repo is None  # noqa: E731
+        entries: list[tuple[str, str, Callable, dict[str, Any]]] = [
+            ("git.commit", "Commit", self.commit, {}),
+            ("git.commitAmend", "Commit (Amend)", self.commit_amend, {}),
+            ("git.stageAll", "Stage All Changes", self.stage_all, {}),
+            ("git.unstageAll", "Unstage All Changes", self.unstage_all, {}),
+            ("git.discardAll", "Discard All Changes…", self.discard_all, {}),
+            ("git.pull", "Pull", self.pull, {}),
+            ("git.push", "Push", self.push, {}),
+            ("git.fetch", "Fetch", self.fetch, {}),
+            ("git.sync", "Sync", self.sync, {}),
+            ("git.stash", "Stash…", self.stash, {}),
+            ("git.stashIncludeUntracked", "Stash (Include Untracked)…", self.stash_include_untracked, {}),
+            ("git.stashPopLatest", "Pop Latest Stash", self.pop_latest_stash, {}),
+            ("git.createBranch", "Create Branch…", self.create_branch, {}),
+            ("git.switchBranch", "Switch Branch…", self.switch_branch, {}),
+            ("git.deleteBranch", "Delete Branch…", self.delete_branch, {}),
+            ("git.createTag", "Create Tag…", self.create_tag, {}),
+            ("git.addRemote", "Add Remote…", self.add_remote, {}),
+            ("git.refresh", "Refresh", self.refresh, {}),
+        ]
+        ids = []
+        for command_id, title, run, options in entries:
+            self.window.commands.add(command_id, title, run, category="Git", menu="Git", enabled=has_repo, **options)
+            ids.append(command_id)
+        self.window.commands.add("git.init", "Initialise Repository", self.init, category="Git", menu="Git",
+                                 enabled=no_repo)
+        ids.append("git.init")
+
+        flow: list[tuple[str, str, Callable]] = [("git.flow.init", "Init", self.flow_init)]
+        for kind in FLOW_KINDS:
+            noun = kind.capitalize()
+            flow.append((f"git.flow.start{noun}", f"Start {noun}…",
+                         lambda name=None, base=None, kind=kind: self.flow_start(kind, name, base)))
+            if kind != "support":
+                flow.append((f"git.flow.finish{noun}", f"Finish {noun}…",
+                             lambda name=None, message=None, keep=False, kind=kind:
+                             self.flow_finish(kind, name, message, keep)))
+            if kind == "feature":
+                flow.append(("git.flow.publishFeature", "Publish Feature",
+                             lambda name=None, remote="origin": self.flow_publish("feature", name, remote)))
+        for command_id, title, run in flow:
+            self.window.commands.add(command_id, title, run, category="Git Flow", menu="Git/Git Flow",
+                                     enabled=has_repo)
+            ids.append(command_id)
+        return ids
+
+    # --- helpers ------------------------------------------------------------------------------
+
+    def _parent(self):
+        return self.window
+
+    # --- commit and staging -------------------------------------------------------------------
+
+    def commit(self, message: str | None = None, amend: bool = False, sign_off: bool | None = None):
+        """Commit what is staged; without ``message``, the panel's message box (or a dialog)."""
+        from workbench.git.commits import commit
+
+        if message is None:
+            if self.panel.message.toPlainText().strip():
+                return self._commit_from_panel(amend, sign_off)
+            message = dialogs.ask_multiline(self._parent(), "Commit", "Commit message:")
+            if message is None:
+                return None
+        sign_off = self.panel.signoff_box.isChecked() if sign_off is None else sign_off
+        return self.session.run("commit", commit, message, amend=amend, sign_off=sign_off, title="Committing")
+
+    def _commit_from_panel(self, amend: bool, sign_off: bool | None):
+        if amend:
+            self.panel.amend_box.setChecked(True)
+        if sign_off is not None:
+            self.panel.signoff_box.setChecked(sign_off)
+        return self.panel.commit()
+
+    def commit_amend(self, message: str | None = None, sign_off: bool | None = None):
+        """Replace the last commit; without ``message``, asks with the last message filled in."""
+        from workbench.git.commits import commit, last_commit_message
+
+        if message is not None:
+            return self.session.run("commit", commit, message, amend=True,
+                                    sign_off=bool(sign_off), title="Amending the last commit")
+
+        def ask(last: str) -> None:
+            answer = dialogs.ask_multiline(self._parent(), "Commit (Amend)", "Message of the amended commit:", last)
+            if answer is not None:
+                self.commit_amend(answer, sign_off)
+
+        self.session.query("lastMessage", last_commit_message, on_done=ask)
+        return None
+
+    def stage_all(self):
+        from workbench.git.staging import stage_paths
+
+        return self.session.run("stageAll", stage_paths, ["."])
+
+    def unstage_all(self):
+        from workbench.git.staging import unstage_paths
+
+        return self.session.run("unstageAll", unstage_paths, ["."])
+
+    def discard_all(self, confirmed: bool = False):
+        from workbench.git.staging import discard_paths
+
+        if not confirmed and not self.session.confirm(
+                "Discard ALL unstaged changes? Changed files go back to their staged content and new "
+                "files are moved to .workbench/trash. Staged changes are kept."):
+            return None
+        return self.session.run("discardAll", discard_paths, ["."], title="Discarding changes")
+
+    # --- remotes ------------------------------------------------------------------------------
+
+    def pull(self, remote: str | None = None, branch: str | None = None, rebase: bool | None = None):
+        from workbench.git.remotes import pull
+
+        return self.session.run("pull", pull, remote, branch, rebase=rebase, title="Pulling")
+
+    def push(self, remote: str | None = None, branch: str | None = None, force: bool = False,
+             tags: bool = False):
+        from workbench.git.remotes import push
+
+        if force and not self.session.confirm(
+                "Force-push? The remote branch is overwritten with yours (only if nobody pushed to it "
+                "since your last fetch)."):
+            return None
+        return self.session.run("push", push, remote, branch, force=force, tags=tags, title="Pushing")
+
+    def fetch(self, remote: str | None = None, prune: bool = False):
+        from workbench.git.remotes import fetch
+
+        return self.session.run("fetch", fetch, remote, prune=prune, title="Fetching")
+
+    def sync(self):
+        return self.panel.sync()
+
+    def add_remote(self, name: str | None = None, url: str | None = None):
+        from workbench.git.remotes import add_remote
+
+        if name is None:
+            name = dialogs.ask_text(self._parent(), "Add Remote", "Remote name:", "origin")
+            if name is None:
+                return None
+        if url is None:
+            url = dialogs.ask_text(self._parent(), "Add Remote", f"URL of {name}:")
+            if url is None:
+                return None
+        return self.session.run("addRemote", add_remote, name, url, title=f"Adding remote {name}")
+
+    # --- stash --------------------------------------------------------------------------------
+
+    def stash(self, message: str | None = None, include_untracked: bool = False):
+        return self.stashes.stash(message, include_untracked)
+
+    def stash_include_untracked(self, message: str | None = None):
+        return self.stashes.stash(message, True)
+
+    def pop_latest_stash(self):
+        return self.stashes.pop(0)
+
+    # --- branches and tags --------------------------------------------------------------------
+
+    def create_branch(self, name: str | None = None, start_point: str | None = None, switch: bool = True):
+        from workbench.git.branches import create_branch
+
+        if name is None:
+            name = dialogs.ask_text(self._parent(), "Create Branch", "New branch name:")
+            if name is None:
+                return None
+        return self.session.run("createBranch", create_branch, name, start_point, switch=switch,
+                                title=f"Creating branch {name}")
+
+    def switch_branch(self, name: str | None = None):
+        from workbench.git.branches import list_branches
+
+        if name is not None:
+            return self.branch_button.switch(name)
+
+        def ask(branches) -> None:
+            remote = {b.name for b in branches if b.is_remote}
+            answer = dialogs.ask_choice(self._parent(), "Switch Branch", "Switch to:",
+                                        [b.name for b in branches if not b.is_current])
+            if answer is not None:
+                # ``git switch x`` makes a local x that tracks origin/x.
+                self.switch_branch(answer.split("/", 1)[1] if answer in remote else answer)
+
+        self.session.query("branches", list_branches, on_done=ask)
+        return None
+
+    def delete_branch(self, name: str | None = None, force: bool = False):
+        from workbench.git.branches import delete_branch, list_branches
+
+        if name is None:
+            def ask(branches) -> None:
+                names = [b.name for b in branches if not b.is_remote and not b.is_current]
+                answer = dialogs.ask_choice(self._parent(), "Delete Branch", "Delete branch:", names)
+                if answer is not None:
+                    self.delete_branch(answer, force)
+
+            self.session.query("branches", list_branches, False, on_done=ask)
+            return None
+        if force and not self.session.confirm(f"Delete branch {name} even though its commits are not merged? "
+                                              "Those commits are then only reachable by their sha."):
+            return None
+        return self.session.run("deleteBranch", delete_branch, name, force=force, title=f"Deleting {name}")
+
+    def create_tag(self, name: str | None = None, target: str = "HEAD", message: str | None = None):
+        from workbench.git.branches import create_tag
+
+        if name is None:
+            name = dialogs.ask_text(self._parent(), "Create Tag", "Tag name (for example v1.0):")
+            if name is None:
+                return None
+            message = dialogs.ask_optional_text(self._parent(), "Create Tag",
+                                                "Message (leave empty for a lightweight tag):")
+            if message is None:
+                return None
+        return self.session.run("createTag", create_tag, name, target, message or None, refresh=False,
+                                title=f"Tagging {name}")
+
+    # --- repository ---------------------------------------------------------------------------
+
+    def init(self):
+        return self.session.init_repository()
+
+    def refresh(self):
+        self.session.refresh(force=True)
+
+    # --- git-flow -----------------------------------------------------------------------------
+
+    def flow_init(self, master: str | None = None, develop: str | None = None):
+        """Set the repository up for git-flow with the usual names (as ``git flow init -d``)."""
+        from workbench.git import flow
+
+        return self.session.run("flowInit", flow.init, master, develop, title="Setting up git-flow")
+
+    def flow_start(self, kind: str, name: str | None = None, base: str | None = None):
+        from workbench.git import flow
+
+        noun = FLOW_LABELS.get(kind, "name")
+        if name is None:
+            name = dialogs.ask_text(self._parent(), f"Start {kind.capitalize()}", f"{kind.capitalize()} {noun}:")
+            if name is None:
+                return None
+        if kind == "support" and base is None:
+            base = dialogs.ask_text(self._parent(), "Start Support", "Start from which release tag or commit?")
+            if base is None:
+                return None
+        return self.session.run(f"flowStart.{kind}", flow.start, kind, name, base, title=f"Starting {kind} {name}")
+
+    def flow_finish(self, kind: str, name: str | None = None, message: str | None = None, keep: bool = False):
+        from workbench.git import flow
+
+        if name is None:
+            self._ask_flow_branch(kind, "Finish", lambda chosen: self.flow_finish(kind, chosen, message, keep))
+            return None
+        return self.session.run(f"flowFinish.{kind}", flow.finish, kind, name, message, keep=keep,
+                                title=f"Finishing {kind} {name}")
+
+    def flow_publish(self, kind: str, name: str | None = None, remote: str = "origin"):
+        from workbench.git import flow
+
+        if name is None:
+            self._ask_flow_branch(kind, "Publish", lambda chosen: self.flow_publish(kind, chosen, remote))
+            return None
+        return self.session.run(f"flowPublish.{kind}", flow.publish, kind, name, remote,
+                                title=f"Publishing {kind} {name}")
+
+    def _ask_flow_branch(self, kind: str, verb: str, then: Callable[[str], Any]) -> None:
+        """Ask which open ``kind`` to act on (the current one first), then call ``then(name)``."""
+        from workbench.git import flow
+
+        def ask(branches) -> None:
+            if not branches:
+                self.window.show_error(f"There is no open {kind} to {verb.lower()}. Start one first.")
+                return
+            names = [b.name for b in branches]
+            current = next((b.name for b in branches if b.current), None)
+            answer = dialogs.ask_choice(self._parent(), f"{verb} {kind.capitalize()}",
+                                        f"{verb} which {kind}?", names, current)
+            if answer is not None:
+                then(answer)
+
+        self.session.query(f"flowBranches.{kind}", flow.list_branches, kind, on_done=ask)
+
+
+def install_commands(window, session: GitSession, panel, stashes, branch_button) -> GitCommands:
+    commands = GitCommands(window, session, panel, stashes, branch_button)
+    commands.register()
+    return commands

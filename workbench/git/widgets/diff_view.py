@@ -1,0 +1,634 @@
+"""The diff editor: one file's unstaged (Working Tree) or staged diff, side by side or inline,
+with staging, unstaging and discarding of hunks and selected lines.
+
+The diff is read and its rows are built off the GUI thread (``TaskRunner``); the panes get their
+whole text at once and paint only what is visible (``diff_panes``). There is no widget per hunk:
+the hunk header rows carry painted Stage / Unstage / Discard links, and a strip above the panes
+follows the current hunk with the same actions as buttons.
+
+After any operation the view reloads and calls ``notify("git.index_changed")`` so the Source
+Control panel refreshes.
+"""
+
+from __future__ import annotations
+
+import weakref
+from bisect import bisect_left, bisect_right
+from pathlib import PurePosixPath
+from typing import Callable
+
+from PySide6.QtCore import QEvent, QPoint, Qt, Signal
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMenu, QMessageBox, QSplitter, QStackedWidget, QToolButton,
+                               QVBoxLayout, QWidget)
+
+from workbench.editor.highlighting import LineLexer, lexer_for_path
+from workbench.git import staging
+from workbench.git.diff import INDEX_VS_HEAD, WORKTREE_VS_INDEX, FileDiff, diff_file
+from workbench.git.errors import GitError
+from workbench.git.repository import Repository
+from workbench.git.status import repo_relative
+from workbench.git.widgets.diff_panes import BOTH_SIDES, NEW_SIDE, OLD_SIDE, DiffPane
+from workbench.git.widgets.diff_rows import PaneRows, RowMap, inline_rows, side_by_side_rows
+from workbench.tasks import CancelToken
+
+SIDE_BY_SIDE, INLINE = "side-by-side", "inline"
+MODES = (SIDE_BY_SIDE, INLINE)
+SOURCE_TITLES = {WORKTREE_VS_INDEX: "Working Tree", INDEX_VS_HEAD: "Staged"}
+INDEX_CHANGED = "git.index_changed"
+
+_MESSAGE_PAGE, _SIDE_PAGE, _INLINE_PAGE = 0, 1, 2
+
+
+class LoadedDiff:
+    """What the worker hands back: the diff, the rows of the mode asked for, and the lexer."""
+
+    __slots__ = ("diff", "mode", "rows", "lexer")
+
+    def __init__(self, diff: FileDiff, mode: str, rows, lexer) -> None:
+        self.diff, self.mode, self.rows, self.lexer = diff, mode, rows, lexer
+
+
+def load_diff(repo: Repository, path: str, source: str, mode: str, *, cancel: CancelToken | None = None) -> LoadedDiff:
+    """Read the diff and build the rows of ``mode`` (runs in a worker thread)."""
+    diff = diff_file(repo, path, source, cancel=cancel)
+    if diff.is_binary or diff.is_too_large or not diff.hunks:
+        return LoadedDiff(diff, mode, None, None)
+    rows = side_by_side_rows(diff) if mode == SIDE_BY_SIDE else inline_rows(diff)
+    # Finding a lexer by file name can take a quarter of a second the first time.
+    return LoadedDiff(diff, mode, rows, lexer_for_path(path))
+
+
+class DiffView(QWidget):
+    """The diff of ``path`` in ``repo`` from ``source`` (WORKTREE_VS_INDEX or INDEX_VS_HEAD).
+
+    ``tasks`` is the window's TaskRunner, ``show_error(message)`` tells the user about a failure
+    and ``notify(event_name)`` announces a change of the index to the rest of the window.
+    """
+
+    sig_loaded = Signal()
+    """The diff was (re)loaded and is shown (also for binary, too-large and empty diffs)."""
+
+    def __init__(self, repo: Repository, path: str, source: str, tasks, show_error: Callable[[str], None],
+                 notify: Callable[[str], None], parent: QWidget | None = None, mode: str = SIDE_BY_SIDE) -> None:
+        super().__init__(parent)
+        if source not in SOURCE_TITLES:
+            raise GitError(f"A diff view shows the Working Tree or the Staged diff, not {source!r}.")
+        self.repo, self.path, self.source = repo, repo_relative(repo, path), source
+        self.tasks, self.show_error, self.notify = tasks, show_error, notify
+        self.diff: FileDiff | None = None
+        self._mode = mode if mode in MODES else SIDE_BY_SIDE
+        self._rows: dict[str, object] = {}  # mode -> PaneRows or (left, right) for self.diff
+        self._shown: dict[str, FileDiff | None] = {SIDE_BY_SIDE: None, INLINE: None}
+        self._lexer = None
+        self._explicit_selection: list[tuple[int, int]] | None = None
+        self._selecting = False
+        self._busy = False
+        self._notifying = False
+        self._keep_hunk: int | None = None
+        self._active: DiffPane | None = None
+        self._key = f"git.diff.{id(self)}"
+        self._build()
+        self.setFocusProxy(self.right)
+        self.reload()
+
+    # --- public interface -------------------------------------------------------------------
+
+    @property
+    def title(self) -> str:
+        """The tab title: "name (Working Tree)" or "name (Staged)"."""
+        return f"{PurePosixPath(self.path).name} ({SOURCE_TITLES[self.source]})"
+
+    @property
+    def tooltip(self) -> str:
+        return f"{self.path} — {SOURCE_TITLES[self.source]} changes"
+
+    @property
+    def mode(self) -> str:
+        return self._mode
+
+    @property
+    def is_busy(self) -> bool:
+        """True while an operation (stage, unstage, discard) runs."""
+        return self._busy
+
+    def reload(self) -> None:
+        """Read the diff again off the GUI thread; ``sig_loaded`` is emitted when it is shown."""
+        if self.diff is None:
+            self._message.setText("Loading the diff…")
+        self.tasks.run(self._key + ".load", load_diff, self.repo, self.path, self.source, self._mode,
+                       on_done=self._on_loaded, on_error=self._on_load_failed,
+                       title=f"Reading the diff of {PurePosixPath(self.path).name}")
+
+    def set_mode(self, mode: str) -> None:
+        """Show the diff "side-by-side" (old left, new right) or "inline" (one pane)."""
+        if mode not in MODES:
+            raise ValueError(f"Unknown diff mode {mode!r}; use 'side-by-side' or 'inline'.")
+        row = self._anchor_row()
+        self._mode = mode
+        self._mode_button.blockSignals(True)
+        self._mode_button.setChecked(mode == INLINE)
+        self._mode_button.blockSignals(False)
+        self._show_current()
+        if row is not None:
+            self._go_to_row(self._translate_anchor(row))
+
+    def current_hunk(self) -> int:
+        """The hunk at the cursor (or at the top of the view when the cursor is scrolled away);
+        -1 when no hunk is shown."""
+        pane = self._pane()
+        if pane is None or pane.rows is None or not len(pane.rows):
+            return -1
+        row_map = pane.rows.rows
+        row = pane.current_row()
+        first = pane.first_visible_row()
+        last = pane.cursorForPosition(QPoint(0, max(0, pane.viewport().height() - 1))).blockNumber()
+        if not first <= row <= max(first, last):
+            row = first
+        return row_map.hunk_at(row)
+
+    def hunk_count(self) -> int:
+        return len(self.diff.hunks) if self.diff is not None else 0
+
+    def next_change(self) -> int:
+        """Move to the next block of changed lines (wrapping around); returns its hunk."""
+        return self._step_change(forward=True)
+
+    def previous_change(self) -> int:
+        """Move to the previous block of changed lines (wrapping around); returns its hunk."""
+        return self._step_change(forward=False)
+
+    def select_lines(self, hunk_index: int, line_indexes) -> None:
+        """Select lines ``line_indexes`` (indexes into the hunk's ``lines``) of one hunk, for
+        ``stage_selected`` / ``unstage_selected`` / ``discard_selected``."""
+        chosen = [(hunk_index, i) for i in line_indexes]
+        pane = self._pane()
+        if pane is not None and pane.rows is not None:
+            found = [r for r in (pane.rows.rows.row_of_line(h, i) for h, i in chosen) if r >= 0]
+            if found:
+                self._selecting = True
+                try:
+                    pane.go_to_row(min(found), select_to=max(found))
+                finally:
+                    self._selecting = False
+        self._explicit_selection = chosen
+
+    def selected_lines(self) -> list[tuple[int, int]]:
+        """The ``(hunk, line)`` pairs an operation on the selection takes: those given to
+        ``select_lines``, else the rows selected in the pane (or the cursor's row)."""
+        if self._explicit_selection is not None:
+            return list(self._explicit_selection)
+        pane = self._pane()
+        if pane is None or pane.rows is None:
+            return []
+        span = pane.selected_rows()
+        first, last = span if span is not None else (pane.current_row(), pane.current_row())
+        return pane.rows.rows.lines_of_rows(first, last)
+
+    def stage_hunk(self, index: int) -> None:
+        """Stage hunk ``index`` of the Working Tree diff."""
+        self._operate(staging.stage_hunk, index, keep=index)
+
+    def unstage_hunk(self, index: int) -> None:
+        """Unstage hunk ``index`` of the Staged diff."""
+        self._operate(staging.unstage_hunk, index, keep=index)
+
+    def discard_hunk(self, index: int) -> None:
+        """Throw away hunk ``index`` of the Working Tree diff, after ``confirm_discard``."""
+        if self.diff is None or not 0 <= index < len(self.diff.hunks):
+            return
+        if self.confirm_discard(f"Discard hunk {index + 1} of {PurePosixPath(self.path).name}? "
+                                "Its changes are lost from the working tree."):
+            self._operate(staging.discard_hunk, index, keep=index)
+
+    def stage_selected(self) -> None:
+        """Stage the selected lines of the Working Tree diff."""
+        self._operate_on_selection(staging.stage_lines)
+
+    def unstage_selected(self) -> None:
+        """Unstage the selected lines of the Staged diff."""
+        self._operate_on_selection(staging.unstage_lines)
+
+    def discard_selected(self) -> None:
+        """Throw away the selected lines of the Working Tree diff, after ``confirm_discard``."""
+        lines = self._changed(self.selected_lines())
+        if lines and self.confirm_discard(
+                f"Discard {len(lines)} selected line{'s' if len(lines) != 1 else ''} of "
+                f"{PurePosixPath(self.path).name}? The changes are lost from the working tree."):
+            self._operate(staging.discard_lines, lines, keep=lines[0][0])
+        elif not lines:
+            self.show_error("Select added or removed lines first, then discard them.")
+
+    def confirm_discard(self, message: str) -> bool:
+        """Ask before throwing changes away (tests replace this)."""
+        answer = QMessageBox.question(self, "Discard changes", message,
+                                      QMessageBox.StandardButton.Discard | QMessageBox.StandardButton.Cancel,
+                                      QMessageBox.StandardButton.Cancel)
+        return answer == QMessageBox.StandardButton.Discard
+
+    def panes(self) -> list[DiffPane]:
+        """The panes of the current mode: [old, new] side by side, [inline] inline."""
+        return [self.left, self.right] if self._mode == SIDE_BY_SIDE else [self.inline]
+
+    def on_index_changed(self, _data: object = None) -> None:
+        """Another part of the window changed the index: read the diff again."""
+        if not self._busy and not self._notifying:
+            self.reload()
+
+    # --- building ---------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        worktree = self.source == WORKTREE_VS_INDEX
+        self._heading = QLabel(f"{self.path}  ·  {SOURCE_TITLES[self.source]}")
+        self._heading.setStyleSheet("font-weight: 600;")
+        self._previous_button = self._tool_button("Previous Change", "Go to the previous change (Shift+F7)",
+                                                  self.previous_change)
+        self._next_button = self._tool_button("Next Change", "Go to the next change (F7)", self.next_change)
+        self._mode_button = self._tool_button("Inline", "Show the old and new lines in one pane",
+                                              lambda checked: self.set_mode(INLINE if checked else SIDE_BY_SIDE))
+        self._mode_button.setCheckable(True)
+        self._mode_button.setChecked(self._mode == INLINE)
+        refresh = self._tool_button("Refresh", "Read the diff again", self.reload)
+        top = QHBoxLayout()
+        top.setContentsMargins(6, 4, 6, 2)
+        top.addWidget(self._heading)
+        top.addStretch(1)
+        for button in (self._previous_button, self._next_button, self._mode_button, refresh):
+            top.addWidget(button)
+
+        # The strip that follows the current hunk.
+        self._hunk_label = QLabel()
+        self._hunk_label.setStyleSheet("color: #57606a;")
+        self._hunk_buttons: dict[str, QToolButton] = {}
+        strip = QHBoxLayout()
+        strip.setContentsMargins(6, 0, 6, 4)
+        strip.addWidget(self._hunk_label, 1)
+        actions = ([("stage_hunk", "Stage Hunk"), ("discard_hunk", "Discard Hunk"),
+                    ("stage_selected", "Stage Selected Lines"), ("discard_selected", "Discard Selected Lines")]
+                   if worktree else
+                   [("unstage_hunk", "Unstage Hunk"), ("unstage_selected", "Unstage Selected Lines")])
+        for name, title in actions:
+            if name.endswith("_hunk"):
+                handler = lambda _=False, n=name: self._on_hunk_button(n)  # noqa: E731
+            else:
+                handler = getattr(self, name)
+            button = self._tool_button(title, "", handler)
+            self._hunk_buttons[name] = button
+            strip.addWidget(button)
+
+        self.left = DiffPane(OLD_SIDE)
+        self.right = DiffPane(NEW_SIDE)
+        self.inline = DiffPane(BOTH_SIDES)
+        link_actions = ("stage", "discard") if worktree else ("unstage",)
+        self.right.actions = link_actions
+        self.inline.actions = link_actions
+        for pane in (self.left, self.right, self.inline):
+            pane.cursorPositionChanged.connect(lambda p=pane: self._on_cursor_moved(p))
+            pane.selectionChanged.connect(self._on_selection_changed)
+            pane.sig_hunk_action.connect(self._on_hunk_link)
+            pane.verticalScrollBar().valueChanged.connect(lambda _=0: self._update_strip())
+            pane.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+            pane.customContextMenuRequested.connect(lambda point, p=pane: self._show_context_menu(p, point))
+            pane.viewport().setMouseTracking(True)
+            pane.installEventFilter(self)
+        # Scrolling is locked together: the panes have the same rows, so the same values.
+        for a, b in ((self.left, self.right), (self.right, self.left)):
+            a.verticalScrollBar().valueChanged.connect(b.verticalScrollBar().setValue)
+            a.horizontalScrollBar().valueChanged.connect(b.horizontalScrollBar().setValue)
+        self.left.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(self.left)
+        splitter.addWidget(self.right)
+        splitter.setChildrenCollapsible(False)
+
+        self._message = QLabel()
+        self._message.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self._message.setWordWrap(True)
+        self._message.setStyleSheet("color: #57606a; font-size: 13px;")
+        self._stack = QStackedWidget()
+        self._stack.addWidget(self._message)
+        self._stack.addWidget(splitter)
+        self._stack.addWidget(self.inline)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addLayout(top)
+        layout.addLayout(strip)
+        layout.addWidget(self._stack, 1)
+
+        for key, slot in ((QKeySequence(Qt.Key.Key_F7), self.next_change),
+                          (QKeySequence(Qt.Modifier.SHIFT | Qt.Key.Key_F7), self.previous_change)):
+            action = QAction(self)
+            action.setShortcut(key)
+            action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+            action.triggered.connect(lambda _=False, s=slot: s())
+            self.addAction(action)
+        self._update_strip()
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt override)
+        # F7 / Shift+F7 typed in a pane, also where no window-level shortcut sees it.
+        if event.type() == QEvent.Type.KeyPress and event.key() == Qt.Key.Key_F7:
+            modifiers = event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
+            if modifiers == Qt.KeyboardModifier.NoModifier:
+                self.next_change()
+                return True
+            if modifiers == Qt.KeyboardModifier.ShiftModifier:
+                self.previous_change()
+                return True
+        return super().eventFilter(watched, event)
+
+    def _tool_button(self, text: str, tip: str, slot) -> QToolButton:
+        button = QToolButton()
+        button.setText(text)
+        button.setToolTip(tip or text)
+        button.setAutoRaise(True)
+        button.clicked.connect(slot)
+        return button
+
+    # --- loading and showing ----------------------------------------------------------------
+
+    def _on_loaded(self, loaded: LoadedDiff) -> None:
+        anchor = self._anchor_row() if self.diff is not None else None
+        scroll = self._pane().verticalScrollBar().value() if self._pane() is not None else 0
+        self.diff = loaded.diff
+        self._rows = {loaded.mode: loaded.rows} if loaded.rows is not None else {}
+        self._lexer = loaded.lexer
+        self._explicit_selection = None
+        self._show_current()
+        pane = self._pane()
+        if pane is not None and pane.rows is not None:
+            row_map = pane.rows.rows
+            if self._keep_hunk is not None:
+                # After an operation: the hunk that took the place of the one acted on.
+                hunk = min(self._keep_hunk, len(row_map.header_rows) - 1)
+                self._go_to_row(self._first_change_of(row_map, hunk))
+            elif anchor is not None:
+                pane.verticalScrollBar().setValue(scroll)
+                self._go_to_row(min(anchor, len(row_map) - 1), center=False)
+            elif row_map.change_rows:
+                self._go_to_row(row_map.change_rows[0])
+        self._keep_hunk = None
+        self._update_strip()
+        self.sig_loaded.emit()
+
+    def _on_load_failed(self, error: Exception) -> None:
+        self._keep_hunk = None
+        self._message.setText(f"Could not read the diff of {self.path}.")
+        self._stack.setCurrentIndex(_MESSAGE_PAGE)
+        self.show_error(_message_of(error))
+        self.sig_loaded.emit()
+
+    def _show_current(self) -> None:
+        diff = self.diff
+        if diff is None:
+            self._stack.setCurrentIndex(_MESSAGE_PAGE)
+            return
+        if diff.is_binary or diff.is_too_large:
+            self._message.setText(diff.summary or "This diff cannot be shown.")
+            self._stack.setCurrentIndex(_MESSAGE_PAGE)
+        elif not diff.hunks:
+            what = "unstaged" if self.source == WORKTREE_VS_INDEX else "staged"
+            self._message.setText(f"{PurePosixPath(self.path).name} has no {what} changes.")
+            self._stack.setCurrentIndex(_MESSAGE_PAGE)
+        else:
+            self._fill_panes()
+            self._stack.setCurrentIndex(_SIDE_PAGE if self._mode == SIDE_BY_SIDE else _INLINE_PAGE)
+        self._update_strip()
+
+    def _fill_panes(self) -> None:
+        """Give the current mode's panes the current diff's rows, unless they have them."""
+        mode, diff = self._mode, self.diff
+        if self._shown[mode] is diff:
+            return
+        rows = self._rows.get(mode)
+        if rows is None:
+            rows = self._rows[mode] = side_by_side_rows(diff) if mode == SIDE_BY_SIDE else inline_rows(diff)
+        lexer = self._lexer or lexer_for_path(self.path)
+        self._lexer = lexer
+        if mode == SIDE_BY_SIDE:
+            left, right = rows
+            # One LineLexer per pane: each interns the states of its own rows.
+            self.left.set_rows(left, LineLexer(lexer))
+            self.right.set_rows(right, LineLexer(lexer))
+            self._active = self.right
+        else:
+            self.inline.set_rows(rows, LineLexer(lexer))
+            self._active = self.inline
+        self._shown[mode] = diff
+
+    def _pane(self) -> DiffPane | None:
+        if self._mode == INLINE:
+            return self.inline
+        return self._active if self._active in (self.left, self.right) else self.right
+
+    # --- navigation -------------------------------------------------------------------------
+
+    def _step_change(self, *, forward: bool) -> int:
+        pane = self._pane()
+        if pane is None or pane.rows is None or not pane.rows.rows.change_rows:
+            return -1
+        changes = pane.rows.rows.change_rows
+        row = pane.current_row()
+        if forward:
+            index = bisect_right(changes, row)
+            target = changes[index] if index < len(changes) else changes[0]
+        else:
+            index = bisect_left(changes, row) - 1
+            target = changes[index] if index >= 0 else changes[-1]
+        self._go_to_row(target)
+        return pane.rows.rows.hunk_at(target)
+
+    def _go_to_row(self, row: int, *, center: bool = True) -> None:
+        active = self._pane()
+        for pane in self.panes():
+            if pane is not active:
+                pane.go_to_row(row, center=center)
+        active.go_to_row(row, center=center)
+        self._active = active
+        self._update_strip()
+
+    def _anchor_row(self) -> int | None:
+        """The (hunk, line) under the cursor as a row of the other mode can find it again."""
+        pane = self._pane()
+        if pane is None or pane.rows is None or not len(pane.rows):
+            return None
+        return pane.current_row()
+
+    def _translate_anchor(self, row: int) -> int:
+        """Row ``row`` of the previous mode's panes, as a row of the current mode's panes."""
+        previous = self.inline if self._mode == SIDE_BY_SIDE else self.right
+        current = self._pane()
+        if previous.rows is None or current is None or current.rows is None:
+            return row
+        old_map, new_map = previous.rows.rows, current.rows.rows
+        row = max(0, min(row, len(old_map) - 1))
+        hunk = old_map.hunks[row]
+        line = max(old_map.old_lines[row], old_map.new_lines[row])
+        if line < 0:
+            return new_map.header_rows[hunk] if hunk < len(new_map.header_rows) else 0
+        found = new_map.row_of_line(hunk, line)
+        return found if found >= 0 else 0
+
+    @staticmethod
+    def _first_change_of(row_map: RowMap, hunk: int) -> int:
+        header = row_map.header_rows[hunk]
+        index = bisect_left(row_map.change_rows, header)
+        if index < len(row_map.change_rows) and row_map.hunk_at(row_map.change_rows[index]) == hunk:
+            return row_map.change_rows[index]
+        return header
+
+    # --- operations -------------------------------------------------------------------------
+
+    def _operate(self, function, argument, *, keep: int) -> None:
+        if self.diff is None or self._busy:
+            return
+        self._busy = True
+        self._update_strip()
+        self.tasks.run(self._key + ".operation", function, self.repo, self.diff, argument,
+                       on_done=lambda _result: self._after_operation(keep),
+                       on_error=self._on_operation_failed,
+                       title=f"Updating {PurePosixPath(self.path).name}")
+
+    def _operate_on_selection(self, function) -> None:
+        lines = self._changed(self.selected_lines())
+        if not lines:
+            self.show_error("Select added or removed lines first.")
+            return
+        self._operate(function, lines, keep=lines[0][0])
+
+    def _changed(self, lines: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """Only the added and removed lines of a selection (context lines are not changes)."""
+        hunks = self.diff.hunks if self.diff is not None else []
+        return [(h, i) for h, i in lines
+                if 0 <= h < len(hunks) and 0 <= i < len(hunks[h].lines) and hunks[h].lines[i].kind != " "]
+
+    def _after_operation(self, keep: int) -> None:
+        self._busy = False
+        self._keep_hunk = keep
+        # This view reloads itself; the echo of its own notice is not needed.
+        self._notifying = True
+        try:
+            self.notify(INDEX_CHANGED)
+        finally:
+            self._notifying = False
+        self.reload()
+
+    def _on_operation_failed(self, error: Exception) -> None:
+        self._busy = False
+        self._update_strip()
+        self.show_error(_message_of(error))
+        self.reload()
+
+    def _on_hunk_button(self, name: str) -> None:
+        hunk = self.current_hunk()
+        if hunk >= 0:
+            getattr(self, name)(hunk)
+
+    def _on_hunk_link(self, hunk: int, action: str) -> None:
+        getattr(self, f"{action}_hunk")(hunk)
+
+    # --- reacting to the panes --------------------------------------------------------------
+
+    def _on_cursor_moved(self, pane: DiffPane) -> None:
+        if pane is self.left or pane is self.right:
+            self._active = pane
+        self._update_strip()
+
+    def _on_selection_changed(self) -> None:
+        if not self._selecting:
+            self._explicit_selection = None
+
+    def _update_strip(self) -> None:
+        diff = self.diff
+        shows_hunks = diff is not None and bool(diff.hunks) and self._stack.currentIndex() != _MESSAGE_PAGE
+        hunk = self.current_hunk() if shows_hunks else -1
+        if hunk >= 0:
+            header = diff.hunks[hunk]
+            section = header.section.strip()
+            self._hunk_label.setText(f"Hunk {hunk + 1} of {len(diff.hunks)}   "
+                                     f"−{header.old_start},{header.old_count} +{header.new_start},{header.new_count}"
+                                     + (f"   {section}" if section else ""))
+        else:
+            self._hunk_label.setText("")
+        for button in self._hunk_buttons.values():
+            button.setEnabled(hunk >= 0 and not self._busy)
+        for button in (self._previous_button, self._next_button):
+            button.setEnabled(shows_hunks)
+
+    def _show_context_menu(self, pane: DiffPane, point: QPoint) -> None:
+        menu = pane.createStandardContextMenu(point)
+        menu.addSeparator()
+        for name, button in self._hunk_buttons.items():
+            action = menu.addAction(button.text())
+            action.setEnabled(button.isEnabled())
+            action.triggered.connect(button.click)
+        menu.addSeparator()
+        menu.addAction("Next Change", self.next_change)
+        menu.addAction("Previous Change", self.previous_change)
+        menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        menu.popup(pane.viewport().mapToGlobal(point))
+
+
+def _message_of(error: Exception) -> str:
+    if isinstance(error, GitError):
+        return str(error)
+    return f"The diff operation failed: {error}"
+
+
+# --- tabs -----------------------------------------------------------------------------------
+
+# Diff views opened in windows that have no ``tabs`` widget to look them up in (test windows).
+_views_by_window: "weakref.WeakKeyDictionary[object, list[weakref.ref]]" = weakref.WeakKeyDictionary()
+
+
+def open_diff_tab(window, repo: Repository, path: str, source: str) -> DiffView:
+    """Show the diff of ``path`` from ``source`` in a tab of ``window``: the tab already showing
+    it (refreshed), or a new one titled "name (Working Tree)" / "name (Staged)"."""
+    rel = repo_relative(repo, path)
+    view = _find_view(window, repo, rel, source)
+    if view is not None:
+        view.reload()
+    else:
+        view = DiffView(repo, rel, source, window.tasks, window.show_error,
+                        lambda name: window.handle_event(name, {}))
+        _remember(window, view)
+        if hasattr(window, "on_event"):
+            ref = weakref.ref(view)
+            window.on_event(INDEX_CHANGED, lambda data, ref=ref: _forward_index_change(ref, data))
+    window.add_tab(view, view.title, view.tooltip)
+    return view
+
+
+def _find_view(window, repo: Repository, rel: str, source: str) -> DiffView | None:
+    tabs = getattr(window, "tabs", None)
+    if tabs is not None and hasattr(tabs, "widget"):
+        candidates = [tabs.widget(i) for i in range(tabs.count())]
+    else:
+        candidates = [ref() for ref in _views_by_window.get(window, [])]
+    for view in candidates:
+        if (isinstance(view, DiffView) and _alive(view) and view.path == rel and view.source == source
+                and view.repo.root == repo.root):
+            return view
+    return None
+
+
+def _remember(window, view: DiffView) -> None:
+    try:
+        refs = _views_by_window.setdefault(window, [])
+    except TypeError:  # a window that cannot be weakly referenced: look up by its tabs only
+        return
+    refs[:] = [ref for ref in refs if ref() is not None and _alive(ref())]
+    refs.append(weakref.ref(view))
+
+
+def _forward_index_change(ref: weakref.ref, data: object) -> None:
+    view = ref()
+    if view is not None and _alive(view):
+        view.on_index_changed(data)
+
+
+def _alive(view: DiffView) -> bool:
+    from shiboken6 import isValid
+
+    return isValid(view)
