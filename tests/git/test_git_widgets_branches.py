@@ -4,6 +4,7 @@ changes would overwrite is refused with a message that says what to do."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMessageBox
 
 from tests.git.conftest import git
 from tests.git.test_git_widgets_support import finish, open_window, panel_of, session_of, wait_for  # noqa: F401
@@ -27,7 +28,7 @@ def test_create_and_switch_branches_through_the_status_bar_button(make_repo, ope
     session = session_of(window)
     button = window.findChild(BranchButton)
     assert button.isVisible() and button.text() == "⎇ main"
-    assert window.statusBar().layout().indexOf(button) >= 0 or button.parent() is not None
+    assert window.statusBar().isAncestorOf(button)
 
     monkeypatch.setattr(dialogs, "ask_text", lambda *args, **kwargs: "experiment")
     _menu_action(qtbot, button, "Create Branch…").trigger()
@@ -58,8 +59,7 @@ def test_local_changes_that_a_switch_would_overwrite_block_it_with_a_clear_error
 
     assert "would overwrite your local changes to train.py" in session.last_error
     assert "Commit or stash your changes first" in session.last_error
-    assert session.last_error in window.findChildren(__import__("PySide6.QtWidgets", fromlist=["QMessageBox"])
-                                                     .QMessageBox)[-1].text()
+    assert session.last_error in [box.text() for box in window.findChildren(QMessageBox)]
     assert git(root, "symbolic-ref", "--short", "HEAD").strip() == "main"
     assert (root / "train.py").read_text() == "epochs = 2\n"
 

@@ -96,3 +96,18 @@ def test_the_context_menu_discards_after_asking(make_repo, open_window, qtbot):
     wait_for(qtbot, lambda: panel.group_paths("unstaged") == [])
     assert (root / "a.py").read_text() == "a\n"
     assert "Discard the changes to a.py" in session.questions[0]
+
+
+def test_discard_all_asks_first_and_keeps_everything_when_the_answer_is_no(make_repo, open_window, qtbot):
+    root = make_repo(files={"a.py": "a\n"})
+    (root / "a.py").write_text("changed\n")
+    window = open_window(root)
+    session = session_of(window)
+
+    session.confirm = lambda question: False
+    assert window.commands.execute("git.discardAll") is None
+    assert (root / "a.py").read_text() == "changed\n"
+
+    session.confirm = lambda question: "Discard ALL unstaged changes?" in question
+    finish(qtbot, window.commands.execute("git.discardAll"))
+    assert (root / "a.py").read_text() == "a\n"

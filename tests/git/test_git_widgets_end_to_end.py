@@ -78,9 +78,8 @@ def test_a_new_user_works_through_git_in_one_window(make_repo, tmp_path, open_wi
     # 5. Push develop to a bare repository over SSH; its first push sets the upstream.
     remote = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", "--initial-branch=main", str(remote))
-    # The runner always sets GIT_SSH_COMMAND (batch mode), which git prefers over core.sshCommand,
-    # so the key and port of the test server are given there.
-    monkeypatch.setenv("GIT_SSH_COMMAND", sshd_server.ssh_command_for(sshd_server.client_key, port=None))
+    # The key to use is the repository's own setting, as a user would configure it.
+    git(root, "config", "core.sshCommand", sshd_server.ssh_command_for(sshd_server.client_key, port=None))
     finish(qtbot, window.commands.execute("git.addRemote", name="origin", url=sshd_server.url(remote)))
     result = finish(qtbot, window.commands.execute("git.push"))
     assert result.upstream_set and result.remote == "origin"

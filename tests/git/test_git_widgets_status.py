@@ -61,3 +61,24 @@ def test_a_folder_that_is_not_a_repository_offers_to_initialise_one(tmp_path, op
     assert panel.group_paths("untracked") == ["train.py"]
     assert window.commands.get("git.commit").is_enabled()
     assert git(root, "symbolic-ref", "--short", "HEAD").strip() == "main"
+
+
+def test_the_source_control_dock_shares_the_explorers_place_and_its_toggle_brings_it_forward(
+        make_repo, open_window, qtbot):
+    from PySide6.QtWidgets import QDockWidget, QTabBar
+
+    window = open_window(make_repo(files={"a.py": "a\n"}))
+    dock = window.findChild(QDockWidget, "dock-scm")
+    assert window.tabifiedDockWidgets(dock) == [window.explorer]
+
+    def front() -> str:
+        bars = [b for b in window.findChildren(QTabBar) if "Source Control" in [b.tabText(i) for i in range(b.count())]]
+        return bars[0].tabText(bars[0].currentIndex()) if bars and not dock.isHidden() else "hidden"
+
+    wait_for(qtbot, lambda: front() == "Explorer")
+    window.commands.execute("view.toggle.scm")  # behind the Explorer's tab: comes forward
+    wait_for(qtbot, lambda: front() == "Source Control")
+    window.commands.execute("view.toggle.scm")  # in front: hides
+    wait_for(qtbot, lambda: front() == "hidden")
+    window.commands.execute("view.toggle.scm")
+    wait_for(qtbot, lambda: front() == "Source Control")

@@ -1,8 +1,9 @@
 """Remotes: list and add them; fetch, pull and push over any transport git speaks (file://, ssh://).
 
 Network commands report progress (git's ``--progress`` lines, parsed by the runner) and stop on
-the cancel token. SSH runs in batch mode (see runner.py): a key the server refuses is an error,
-never a prompt. Pass another ``GIT_SSH_COMMAND`` through the repository's runner environment.
+the cancel token. git runs without a terminal (see runner.py): a key the server refuses is an
+error, never a prompt. The ssh command is the user's (core.sshCommand, ~/.ssh/config), or a
+``GIT_SSH_COMMAND`` passed through the repository's runner environment.
 """
 
 from __future__ import annotations

@@ -51,8 +51,6 @@ def git_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
         "LC_ALL": "C",
         "LANGUAGE": "C",
     })
-    # Batch mode: ssh fails instead of asking for a password or to trust a host key.
-    env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
     if extra:
         env.update(extra)
     return env
@@ -86,6 +84,9 @@ class GitRunner:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env=git_environment({**self._env, **(env or {})}),
+            # No controlling terminal: ssh cannot ask for a password or a host key and fails
+            # instead of hanging. (Not GIT_SSH_COMMAND: it would override core.sshCommand.)
+            start_new_session=True,
         )
         stderr_chunks: list[bytes] = []
         reader = threading.Thread(target=self._read_stderr, args=(process, stderr_chunks, progress), daemon=True)

@@ -106,6 +106,7 @@ class ProjectWindow(QMainWindow):
         self.palette = CommandPalette(self.commands, self)
         self.palette.sig_command_chosen.connect(self.menus.run)
 
+        self._progress_text = ""
         self.tasks = TaskRunner(self)
         self.tasks.sig_progress.connect(self._show_progress)
         self.capabilities_installed = False
@@ -160,7 +161,9 @@ class ProjectWindow(QMainWindow):
     def _show_progress(self, text: str) -> None:
         if text:
             self.statusBar().showMessage(text)
-        else:
+            self._progress_text = text
+        elif self.statusBar().currentMessage() == self._progress_text:
+            # Only our own progress line goes; an error shown since stays for the user to read.
             self.statusBar().clearMessage()
 
     def on_event(self, event: str, handler: Callable[[object], None]) -> None:

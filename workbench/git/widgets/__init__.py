@@ -16,7 +16,7 @@ SCM_DOCK_ID = "scm"
 
 def install(window) -> None:
     """Add Git to ``window``: session, Source Control dock, branch button, stashes, commands."""
-    from PySide6.QtCore import Qt
+    from PySide6.QtCore import Qt, QTimer
 
     from workbench.git.widgets.branch_button import BranchButton
     from workbench.git.widgets.commands import install_commands
@@ -39,7 +39,8 @@ def install(window) -> None:
     explorer = getattr(window, "explorer", None)
     if not known and explorer is not None:
         window.tabifyDockWidget(explorer, dock)
-        explorer.raise_()
+        QTimer.singleShot(0, explorer.raise_)  # the Explorer stays in front, once laid out
+    _bring_forward_when_behind(dock)
     button = BranchButton(session)
     button.setObjectName("git-branch-button")
     window.add_status_widget(button, left=True)
@@ -59,6 +60,45 @@ def _install_history(window, session) -> None:
             log.warning("Git history, blame and conflict views are not available: %s", exc)
             return
     install_history(window, lambda: session.repo)
+
+
+def _bring_forward_when_behind(dock) -> None:
+    """Make "Toggle Source Control" (Ctrl+Shift+G) bring the dock forward when it sits behind
+    another dock's tab, instead of hiding a panel the user cannot see."""
+    from PySide6.QtCore import QEvent, QObject, QTimer
+
+    class BringForward(QObject):
+        def __init__(self):
+            super().__init__(dock)
+            self.behind = False
+            self.closed = False
+            # Emitted when the dock's tab is selected or unselected, as well as on show and hide.
+            dock.visibilityChanged.connect(self._on_visibility)
+            dock.installEventFilter(self)
+
+        def _on_visibility(self, visible: bool) -> None:
+            if dock.isHidden():
+                return  # hidden for real: not "behind"
+            self.behind = not visible
+
+        def eventFilter(self, watched, event) -> bool:
+            if event.type() == QEvent.Type.Hide and not dock.isFloating():
+                if self.behind:
+                    self.behind = False
+                    QTimer.singleShot(0, self._show)
+                else:
+                    self.closed = dock.isHidden()  # hidden by the user, not with the window
+            elif event.type() == QEvent.Type.Show and self.closed:
+                self.closed = False
+                QTimer.singleShot(0, dock.raise_)  # shown again: in front of its tab group
+            return False
+
+        def _show(self) -> None:
+            if dock.isHidden():
+                dock.show()
+                dock.raise_()
+
+    BringForward()
 
 
 def session_of(window):

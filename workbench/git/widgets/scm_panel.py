@@ -298,8 +298,8 @@ class SourceControlPanel(QWidget):
 
     def _update_commit_button(self) -> None:
         status, state = self.session.status, self.session.state
-        can_commit = status is not None and (bool(status.staged) or self.amend_box.isChecked()
-                                             or bool(state and state.in_progress))
+        can_commit = (status is not None and not status.conflicted
+                      and (bool(status.staged) or self.amend_box.isChecked() or bool(state and state.in_progress)))
         self.commit_button.setEnabled(can_commit and not self.session.busy)
 
     def _file_item(self, change) -> QTreeWidgetItem:
