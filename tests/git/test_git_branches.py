@@ -171,3 +171,41 @@ def test_lightweight_and_annotated_tags_are_created_listed_and_deleted(make_repo
     assert [t.name for t in list_tags(repo)] == ["v1.0"]
     with pytest.raises(GitError, match="no tag called v0.1"):
         delete_tag(repo, "v0.1")
+
+
+def test_merging_a_branch_fast_forwards_or_reports_the_conflicted_files(make_repo):
+    from workbench.git.branches import merge_branch
+    from workbench.git.repository import open_repository
+
+    from .conftest import git
+
+    root = make_repo(files={"a.txt": "one\n", "b.txt": "b\n"})
+    repo = open_repository(root)
+    git(root, "switch", "-q", "-c", "side")
+    (root / "b.txt").write_text("b from side\n")
+    git(root, "commit", "-qam", "side edits b")
+    git(root, "switch", "-q", "main")
+    result = merge_branch(repo, "side")
+    assert result.fast_forward and not result.conflicts
+
+    git(root, "switch", "-q", "-c", "other")
+    (root / "a.txt").write_text("other\n")
+    git(root, "commit", "-qam", "other edits a")
+    git(root, "switch", "-q", "main")
+    (root / "a.txt").write_text("main\n")
+    git(root, "commit", "-qam", "main edits a")
+    result = merge_branch(repo, "other")
+    assert result.conflicts == ("a.txt",)
+    assert (root / ".git" / "MERGE_HEAD").exists()
+
+
+def test_merging_something_that_does_not_exist_says_so(make_repo):
+    import pytest
+
+    from workbench.git import GitError
+    from workbench.git.branches import merge_branch
+    from workbench.git.repository import open_repository
+
+    repo = open_repository(make_repo(files={"a.txt": "a\n"}))
+    with pytest.raises(GitError, match="no branch or commit called nope"):
+        merge_branch(repo, "nope")

@@ -51,3 +51,25 @@ def test_resolving_and_marking_resolved_lets_the_merge_be_committed(make_repo, o
     wait_for(qtbot, lambda: not panel.banner.isVisible() and session_of(window).state is not None
              and not session_of(window).state.in_progress)
     assert git(root, "log", "-1", "--format=%P").count(" ") == 1  # a merge commit
+
+
+def test_merging_a_branch_from_the_palette_stops_on_conflicts_and_opens_the_conflict_view(
+        make_repo, open_window, qtbot):
+    root = make_repo(files={"train.py": "lr = 0.1\n"})
+    git(root, "switch", "-q", "-c", "tuning")
+    (root / "train.py").write_text("lr = 0.01\n")
+    git(root, "commit", "-qam", "Lower lr")
+    git(root, "switch", "-q", "main")
+    (root / "train.py").write_text("lr = 0.5\n")
+    git(root, "commit", "-qam", "Raise lr")
+    window = open_window(root)
+    panel = panel_of(window)
+    result = finish(qtbot, window.commands.execute("git.mergeBranch", name="tuning"))
+    assert result.conflicts == ("train.py",)
+    wait_for(qtbot, lambda: panel.banner.isVisible())
+    from PySide6.QtWidgets import QMessageBox
+
+    shown = [box.text() for box in window.findChildren(QMessageBox)]
+    assert any("left 1 conflicted file(s): train.py" in text for text in shown)
+    titles = [window.tabs.tabText(i) for i in range(window.tabs.count())]
+    assert any("onflict" in title for title in titles)

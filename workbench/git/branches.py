@@ -130,6 +130,37 @@ def switch_branch(repo: Repository, name: str) -> None:
         _raise_switch_failure(name, args, result)
 
 
+@dataclass(frozen=True)
+class MergeResult:
+    """What merging a branch did: ``conflicts`` lists the files left to resolve (the merge is
+    then in progress); ``fast_forward`` when no merge commit was needed."""
+
+    branch: str
+    fast_forward: bool
+    up_to_date: bool
+    conflicts: tuple[str, ...] = ()
+
+
+def merge_branch(repo: Repository, name: str, no_ff: bool = False, message: str | None = None) -> MergeResult:
+    """Merge branch ``name`` into the current one. Conflicts are not an error: the merge stays in
+    progress and ``conflicts`` names the files (resolve them, then commit)."""
+    args = ["merge", "--no-ff" if no_ff else "--ff", "--no-edit"]
+    if message:
+        args += ["-m", message]
+    result = repo.run([*args, name], check=False)
+    output = _output(result)
+    if result.returncode == 0:
+        return MergeResult(name, fast_forward="Fast-forward" in output, up_to_date="Already up to date" in output)
+    from workbench.git.conflicts import conflicted_files  # only when a merge stopped
+
+    conflicts = tuple(c.path for c in conflicted_files(repo))
+    if conflicts:
+        return MergeResult(name, fast_forward=False, up_to_date=False, conflicts=conflicts)
+    if "not something we can merge" in output:
+        raise GitError(f"There is no branch or commit called {name} to merge.", details=output)
+    raise GitError(describe_failure(args, output), details=output)
+
+
 def rename_branch(repo: Repository, old: str, new: str) -> Branch:
     """Rename branch ``old`` to ``new`` (its upstream setting moves with it)."""
     _check_branch_name(repo, new)

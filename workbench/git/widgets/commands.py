@@ -49,6 +49,7 @@ class GitCommands:
             ("git.createBranch", "Create Branch…", self.create_branch, {}),
             ("git.switchBranch", "Switch Branch…", self.switch_branch, {}),
             ("git.deleteBranch", "Delete Branch…", self.delete_branch, {}),
+            ("git.mergeBranch", "Merge Branch…", self.merge_branch, {}),
             ("git.createTag", "Create Tag…", self.create_tag, {}),
             ("git.addRemote", "Add Remote…", self.add_remote, {}),
             ("git.refresh", "Refresh", self.refresh, {}),
@@ -235,6 +236,30 @@ class GitCommands:
                                               "Those commits are then only reachable by their sha."):
             return None
         return self.session.run("deleteBranch", delete_branch, name, force=force, title=f"Deleting {name}")
+
+    def merge_branch(self, name: str | None = None, no_ff: bool = False):
+        from workbench.git.branches import list_branches, merge_branch
+
+        if name is None:
+            def ask(branches) -> None:
+                names = [b.name for b in branches if not b.is_current]
+                answer = dialogs.ask_choice(self._parent(), "Merge Branch", "Merge into the current branch:", names)
+                if answer is not None:
+                    self.merge_branch(answer, no_ff)
+
+            self.session.query("branches", list_branches, on_done=ask)
+            return None
+
+        def merged(result) -> None:
+            if result.conflicts:
+                self.window.show_error(
+                    f"Merging {name} left {len(result.conflicts)} conflicted file(s): "
+                    f"{', '.join(result.conflicts[:5])}. Resolve them (Git: Resolve Conflicts…), then commit.")
+                if "git.resolveConflicts" in self.window.commands:
+                    self.window.commands.execute("git.resolveConflicts")
+
+        return self.session.run("mergeBranch", merge_branch, name, no_ff=no_ff, title=f"Merging {name}",
+                                on_done=merged)
 
     def create_tag(self, name: str | None = None, target: str = "HEAD", message: str | None = None):
         from workbench.git.branches import create_tag
