@@ -29,3 +29,8 @@ def test_a_stale_index_lock_says_what_to_do(make_repo):
 
 def test_unknown_failures_keep_gits_last_line():
     assert describe_failure(["frobnicate"], "fatal: something odd\n") == "git frobnicate failed: something odd"
+
+
+def test_an_unknown_ssh_host_key_is_not_called_a_network_problem():
+    message = describe_failure(["push"], "Host key verification failed.\nfatal: Could not read from remote repository.\n")
+    assert "host key" in message and "cannot be reached" not in message

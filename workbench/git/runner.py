@@ -50,6 +50,9 @@ def git_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
         "GIT_MERGE_AUTOEDIT": "no",
         "LC_ALL": "C",
         "LANGUAGE": "C",
+        # Background reads (status, diff) must never hold .git/index.lock against the user's own
+        # add or commit; only the optional lock for refreshing the index is skipped.
+        "GIT_OPTIONAL_LOCKS": "0",
     })
     if extra:
         env.update(extra)
@@ -156,6 +159,9 @@ _FAILURES: list[tuple[re.Pattern[str], str]] = [
      "The remote has commits you do not have, so the push was rejected. Pull first, then push again."),
     (re.compile(r"Permission denied \(publickey|Authentication failed|could not read Username", re.I),
      "Authentication failed. Check that your SSH key (or credentials) is accepted by the remote."),
+    (re.compile(r"Host key verification failed", re.I),
+     "The remote's SSH host key is not known on this machine yet. Connect to it once with ssh to "
+     "check and accept its key (it goes to ~/.ssh/known_hosts), then try again."),
     (re.compile(r"does not appear to be a git repository", re.I),
      "The remote's address does not lead to a Git repository. Check the remote's URL."),
     (re.compile(r"Could not resolve hostname|Connection refused|Network is unreachable|No route to host|"

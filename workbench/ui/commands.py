@@ -101,14 +101,23 @@ class CommandRegistry:
 
 def fuzzy_score(query: str, text: str) -> int | None:
     """Rank ``text`` for the palette: None when the letters of ``query`` are not all in it in
-    order; otherwise higher for matches that are contiguous and start words."""
-    if not query:
+    order. The query as one piece beats scattered letters, and a piece that starts a word beats
+    one inside a word ("tag" finds "Create Tag" before "Stage")."""
+    q = query.lower().replace(" ", "")
+    if not q:
         return 0
-    q, t = query.lower(), text.lower()
+    t = text.lower()
+    best = None
+    start = t.find(q)
+    while start >= 0:
+        at_word_start = start == 0 or not t[start - 1].isalnum()
+        score = 100 + (50 if at_word_start else 0) - start
+        best = score if best is None else max(best, score)
+        start = t.find(q, start + 1)
+    if best is not None:
+        return best
     score, pos, prev = 0, 0, -2
     for ch in q:
-        if ch == " ":
-            continue
         found = t.find(ch, pos)
         if found < 0:
             return None
@@ -118,6 +127,4 @@ def fuzzy_score(query: str, text: str) -> int | None:
             score += 5
         score -= found - pos  # gaps cost
         prev, pos = found, found + 1
-    if q in t:
-        score += 20
     return score

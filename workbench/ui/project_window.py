@@ -135,11 +135,13 @@ class ProjectWindow(QMainWindow):
         return dock
 
     def add_status_widget(self, widget: QWidget, left: bool = False) -> None:
-        """Put a capability's widget in the status bar (``left``: before the messages)."""
+        """Put a capability's widget in the status bar's permanent area (``left``: first in it).
+
+        Only permanent widgets: Qt draws temporary messages over the others."""
         if left:
-            self.statusBar().insertWidget(0, widget)
-        else:
             self.statusBar().insertPermanentWidget(0, widget)
+        else:
+            self.statusBar().addPermanentWidget(widget)
 
     def add_tab(self, widget: QWidget, title: str, tooltip: str = "") -> None:
         """Show a capability's document (a diff, a history) as a tab beside the editors."""
@@ -431,10 +433,13 @@ class ProjectWindow(QMainWindow):
     def _about(self) -> None:
         QMessageBox.about(self, "About Workbench", f"Workbench {__version__}")
 
-    def show_error(self, message: str) -> None:
-        """Tell the user without blocking the window (the message also goes to the status bar)."""
+    def show_error(self, message: str, details: str = "") -> None:
+        """Tell the user without blocking the window (the message also goes to the status bar);
+        ``details`` (a tool's own output, say) sits behind the box's "Show Details…" button."""
         self.statusBar().showMessage(message, 10_000)
         box = QMessageBox(QMessageBox.Icon.Warning, "Workbench", message, QMessageBox.StandardButton.Ok, self)
+        if details.strip():
+            box.setDetailedText(details)
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         box.open()
 
