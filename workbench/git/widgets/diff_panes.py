@@ -31,6 +31,12 @@ INTRALINE_BACKGROUNDS = {ADDED: QColor("#abf2bc"), REMOVED: QColor("#ffcecb")}
 FILLER_HATCH = QColor("#e1e4e8")
 HEADER_TEXT = QColor("#57606a")
 LINK_TEXT = QColor("#0969da")
+# The header row of the current hunk (after F7, a click or a scroll) stands out from the others.
+CURRENT_HEADER = QColor("#b6e3ff")
+CURRENT_MARK = QColor("#0969da")
+CURRENT_MARK_WIDTH = 3
+# Room kept between a header's text and the first of its links.
+LINK_GAP = 12
 GUTTER_SIGNS = {ADDED: ("+", QColor("#1a7f37")), REMOVED: ("-", QColor("#cf222e"))}
 
 # Rows coloured per step: the first step colours a screenful and a margin before the first paint;
@@ -219,6 +225,7 @@ class DiffPane(QPlainTextEdit):
         self.rows: PaneRows | None = None
         self.highlighter: DiffHighlighter | None = None
         self.actions: tuple[str, ...] = ()
+        self.current_hunk = -1
         self.rows_painted = 0
         self.setReadOnly(True)
         self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse
@@ -246,6 +253,12 @@ class DiffPane(QPlainTextEdit):
 
     def current_row(self) -> int:
         return self.textCursor().blockNumber()
+
+    def set_current_hunk(self, hunk: int) -> None:
+        """Mark the header row of hunk ``hunk`` as the current one (-1: none)."""
+        if hunk != self.current_hunk:
+            self.current_hunk = hunk
+            self.viewport().update()
 
     def selected_rows(self) -> tuple[int, int] | None:
         """The first and last row the selection touches; None without a selection."""
@@ -314,7 +327,11 @@ class DiffPane(QPlainTextEdit):
                 background = ROW_BACKGROUNDS.get(kind)
                 if background is None:
                     continue
+                if kind == HEADER and rows.rows.hunks[row] == self.current_hunk:
+                    background = CURRENT_HEADER
                 painter.fillRect(0, top, width, bottom - top, background)
+                if kind == HEADER and background is CURRENT_HEADER:
+                    painter.fillRect(0, top, CURRENT_MARK_WIDTH, bottom - top, CURRENT_MARK)
                 if kind == FILLER:
                     painter.fillRect(0, top, width, bottom - top, QBrush(FILLER_HATCH, Qt.BrushStyle.BDiagPattern))
                     continue
@@ -351,11 +368,25 @@ class DiffPane(QPlainTextEdit):
     def _paint_links(self, area: QRect, rows: PaneRows) -> None:
         painter = QPainter(self.viewport())
         try:
-            painter.setFont(self._link_font())
-            for rect, _hunk, _action, title in self._link_rects(area):
-                painter.fillRect(rect.adjusted(-6, 0, 4, 0), ROW_BACKGROUNDS[HEADER])
-                painter.setPen(LINK_TEXT)
-                painter.drawText(rect, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, title)
+            link_font = self._link_font()
+            for row, top, bottom in self.visible_rows(area.top(), area.bottom()):
+                if rows.kinds[row] != HEADER:
+                    continue
+                links = list(self._links_of_row(row, top, bottom))
+                background = CURRENT_HEADER if rows.rows.hunks[row] == self.current_hunk else ROW_BACKGROUNDS[HEADER]
+                text_rect, elided = self._header_text_layout(row, top, bottom)
+                if elided is not None:
+                    # The text would run under the links: paint it again, cut short before them.
+                    start = max(CURRENT_MARK_WIDTH if background is CURRENT_HEADER else 0, int(text_rect.left()))
+                    painter.fillRect(QRect(start, top, self.viewport().width() - start, bottom - top), background)
+                    painter.setFont(self.font())
+                    painter.setPen(HEADER_TEXT)
+                    painter.drawText(text_rect, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, elided)
+                painter.setFont(link_font)
+                for rect, _hunk, _action, title in links:
+                    painter.fillRect(rect.adjusted(-6, 0, 4, 0), background)
+                    painter.setPen(LINK_TEXT)
+                    painter.drawText(rect, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, title)
         finally:
             painter.end()
 
@@ -364,21 +395,58 @@ class DiffPane(QPlainTextEdit):
         font.setUnderline(True)
         return font
 
+    def _links_of_row(self, row: int, top: int, bottom: int):
+        """``(rect, hunk, action, title)`` of the links of header row ``row``, right-aligned."""
+        metrics = QFontMetrics(self._link_font())
+        right = self.viewport().width() - 8
+        for action in reversed(self.actions):
+            title = self.ACTION_TITLES[action]
+            width = metrics.horizontalAdvance(title)
+            yield QRect(right - width, top, width, bottom - top), self.rows.rows.hunks[row], action, title
+            right -= width + 14
+
+    def _links_left(self) -> int:
+        """The x (viewport pixels) where a header row's links start; the viewport width without
+        links."""
+        if not self.actions:
+            return self.viewport().width()
+        metrics = QFontMetrics(self._link_font())
+        widths = [metrics.horizontalAdvance(self.ACTION_TITLES[a]) for a in self.actions]
+        return self.viewport().width() - 8 - sum(widths) - 14 * (len(widths) - 1) - 6
+
+    def _header_text_layout(self, row: int, top: int, bottom: int) -> tuple[QRectF, str | None]:
+        """Where header row ``row``'s text is drawn, and its shortened text when it has to be cut
+        short to leave the links room (None when it fits)."""
+        text = self.document().findBlockByNumber(row).text()
+        metrics = QFontMetrics(self.font())
+        left = self.contentOffset().x() + self.document().documentMargin()
+        full = metrics.horizontalAdvance(text)
+        room = self._links_left() - LINK_GAP - left
+        if not self.actions or left + full <= self._links_left() - LINK_GAP:
+            return QRectF(left, top, full, bottom - top), None
+        elided = metrics.elidedText(text, Qt.TextElideMode.ElideRight, max(0, int(room)))
+        width = metrics.horizontalAdvance(elided)
+        return QRectF(left, top, width, bottom - top), elided
+
+    def header_text_rect(self, row: int) -> QRectF:
+        """Where the text of header row ``row`` is drawn (viewport pixels), after any cut for the
+        links."""
+        block = self.document().findBlockByNumber(row)
+        geometry = self.blockBoundingGeometry(block).translated(self.contentOffset())
+        return self._header_text_layout(row, round(geometry.top()), round(geometry.bottom()))[0]
+
     def _link_rects(self, area: QRect):
         """``(rect, hunk, action, title)`` of the links on the header rows within ``area``."""
         rows = self.rows
         if rows is None or not self.actions:
             return
-        metrics = QFontMetrics(self._link_font())
         for row, top, bottom in self.visible_rows(area.top(), area.bottom()):
-            if rows.kinds[row] != HEADER:
-                continue
-            right = self.viewport().width() - 8
-            for action in reversed(self.actions):
-                title = self.ACTION_TITLES[action]
-                width = metrics.horizontalAdvance(title)
-                yield QRect(right - width, top, width, bottom - top), rows.rows.hunks[row], action, title
-                right -= width + 14
+            if rows.kinds[row] == HEADER:
+                yield from self._links_of_row(row, top, bottom)
+
+    def link_rects(self) -> list[QRect]:
+        """The rects of the visible header links (viewport pixels)."""
+        return [rect for rect, *_ in self._link_rects(self.viewport().rect())]
 
     def link_at(self, point: QPoint) -> tuple[int, str] | None:
         """The (hunk, action) of the header link under ``point`` (viewport pixels)."""

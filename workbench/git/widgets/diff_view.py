@@ -1,5 +1,6 @@
 """The diff editor: one file's unstaged (Working Tree) or staged diff, side by side or inline,
-with staging, unstaging and discarding of hunks and selected lines.
+with staging, unstaging and discarding of hunks and selected lines; or, read-only, one file's
+changes between two commits.
 
 The diff is read and its rows are built off the GUI thread (``TaskRunner``); the panes get their
 whole text at once and paint only what is visible (``diff_panes``). There is no widget per hunk:
@@ -12,19 +13,21 @@ Control panel refreshes.
 
 from __future__ import annotations
 
+import logging
 import weakref
 from bisect import bisect_left, bisect_right
 from pathlib import PurePosixPath
 from typing import Callable
 
 from PySide6.QtCore import QEvent, QPoint, Qt, Signal
-from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMenu, QMessageBox, QSplitter, QStackedWidget, QToolButton,
-                               QVBoxLayout, QWidget)
+from PySide6.QtCore import QSize
+from PySide6.QtGui import QAction, QKeySequence, QResizeEvent
+from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMessageBox, QSizePolicy, QSplitter, QStackedWidget,
+                               QToolButton, QVBoxLayout, QWidget)
 
 from workbench.editor.highlighting import LineLexer, lexer_for_path
 from workbench.git import staging
-from workbench.git.diff import INDEX_VS_HEAD, WORKTREE_VS_INDEX, FileDiff, diff_file
+from workbench.git.diff import COMMITS, INDEX_VS_HEAD, WORKTREE_VS_INDEX, FileDiff, diff_commits, diff_file
 from workbench.git.errors import GitError
 from workbench.git.repository import Repository
 from workbench.git.status import repo_relative
@@ -34,8 +37,14 @@ from workbench.tasks import CancelToken
 
 SIDE_BY_SIDE, INLINE = "side-by-side", "inline"
 MODES = (SIDE_BY_SIDE, INLINE)
-SOURCE_TITLES = {WORKTREE_VS_INDEX: "Working Tree", INDEX_VS_HEAD: "Staged"}
+SOURCE_TITLES = {WORKTREE_VS_INDEX: "Working Tree", INDEX_VS_HEAD: "Staged", COMMITS: "Commits"}
 INDEX_CHANGED = "git.index_changed"
+# What a diff between "no commit" and a root commit compares against.
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+# The narrowest a pane may be made; wider content scrolls instead of widening the window.
+PANE_MINIMUM_WIDTH = 80
+
+log = logging.getLogger(__name__)
 
 _MESSAGE_PAGE, _SIDE_PAGE, _INLINE_PAGE = 0, 1, 2
 
@@ -49,14 +58,72 @@ class LoadedDiff:
         self.diff, self.mode, self.rows, self.lexer = diff, mode, rows, lexer
 
 
-def load_diff(repo: Repository, path: str, source: str, mode: str, *, cancel: CancelToken | None = None) -> LoadedDiff:
-    """Read the diff and build the rows of ``mode`` (runs in a worker thread)."""
-    diff = diff_file(repo, path, source, cancel=cancel)
+def load_diff(repo: Repository, path: str, source: str, mode: str, *, cancel: CancelToken | None = None,
+              a: str | None = None, b: str | None = None) -> LoadedDiff:
+    """Read the diff and build the rows of ``mode`` (runs in a worker thread). For ``COMMITS``
+    the diff of ``path`` between revisions ``a`` and ``b``."""
+    if source == COMMITS:
+        diff = _commit_diff(repo, path, a, b, cancel)
+    else:
+        diff = diff_file(repo, path, source, cancel=cancel)
     if diff.is_binary or diff.is_too_large or not diff.hunks:
         return LoadedDiff(diff, mode, None, None)
     rows = side_by_side_rows(diff) if mode == SIDE_BY_SIDE else inline_rows(diff)
     # Finding a lexer by file name can take a quarter of a second the first time.
     return LoadedDiff(diff, mode, rows, lexer_for_path(path))
+
+
+def _commit_diff(repo: Repository, path: str, a: str | None, b: str | None, cancel: CancelToken | None) -> FileDiff:
+    diffs = diff_commits(repo, a or EMPTY_TREE, b, path, cancel=cancel)
+    for diff in diffs:
+        if diff.path == path or diff.old_path == path:
+            return diff
+    return diffs[0] if diffs else FileDiff(path, path, source=COMMITS)
+
+
+def short_revision(revision: str | None) -> str:
+    """A revision as a title shows it: an object id cut to 7 characters, a name as it is."""
+    if not revision:
+        return "∅"
+    if len(revision) >= 7 and all(c in "0123456789abcdefABCDEF" for c in revision):
+        return revision[:7]
+    return revision
+
+
+class ElidedLabel(QLabel):
+    """A one-line label that shortens its text with "…" to the width it is given, and shows the
+    whole text as its tooltip; it never asks for more width than a few characters."""
+
+    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self._full = ""
+        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.setMinimumWidth(0)
+        self.setText(text)
+
+    def setText(self, text: str) -> None:  # noqa: N802 (Qt override)
+        self._full = text
+        self.setToolTip(text)
+        self._elide()
+
+    def full_text(self) -> str:
+        return self._full
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt override)
+        return QSize(0, super().minimumSizeHint().height())
+
+    def sizeHint(self) -> QSize:  # noqa: N802 (Qt override)
+        width = min(self.fontMetrics().horizontalAdvance(self._full), 300)
+        return QSize(width, super().sizeHint().height())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt override)
+        super().resizeEvent(event)
+        self._elide()
+
+    def _elide(self) -> None:
+        shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, max(0, self.width()))
+        if shown != super().text():
+            super().setText(shown)
 
 
 class DiffView(QWidget):
