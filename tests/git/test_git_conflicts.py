@@ -9,9 +9,11 @@ from workbench.git.conflicts import (
     file_conflicts,
     mark_resolved,
     parse_conflicts,
+    readable_label,
     resolve_file,
     resolve_hunk,
     resolve_hunk_text,
+    with_readable_labels,
 )
 from workbench.git.repo_state import RepoStateKind, repository_state
 from workbench.git.repository import open_repository
@@ -136,3 +138,40 @@ def test_hunk_parsing_keeps_crlf_endings_and_rejects_an_unclosed_block():
     with pytest.raises(GitError, match="no conflict number 2"):
         resolve_hunk_text(text, 1, "ours")
     assert parse_conflicts("<<<<<<<< not a marker\n") == []
+
+
+def _pull_conflict(make_repo, tmp_path):
+    """A clone whose ``git pull`` (a merge) of origin/main stops on a conflict in notes.txt."""
+    upstream = make_repo("upstream", {"notes.txt": "base\n"})
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(upstream), str(clone))
+    (upstream / "notes.txt").write_text("upstream\n")
+    git(upstream, "commit", "-q", "-am", "upstream edit")
+    (clone / "notes.txt").write_text("local\n")
+    git(clone, "commit", "-q", "-am", "local edit")
+    git(clone, "pull", "-q", "--no-rebase", "origin", "main", check=False)
+    assert (clone / ".git" / "MERGE_HEAD").exists()
+    return clone
+
+
+def test_a_pulled_side_is_named_by_its_remote_tracking_branch_not_its_full_sha(make_repo, tmp_path):
+    clone = _pull_conflict(make_repo, tmp_path)
+    repo = open_repository(clone)
+    [raw] = file_conflicts(repo, "notes.txt")
+    assert len(raw.theirs_label) == 40  # what git wrote into the markers
+    [hunk] = with_readable_labels(repo, [raw])
+    assert hunk.theirs_label == "origin/main"
+    assert hunk.ours_label == raw.ours_label == "HEAD"
+
+
+def test_a_merged_commit_without_a_branch_in_merge_msg_is_named_by_name_rev_or_a_short_sha(make_repo):
+    root = _conflicting_merge(make_repo)
+    repo = open_repository(root)
+    feature = git(root, "rev-parse", "feature").strip()
+    assert readable_label(repo, feature) == "feature"  # MERGE_MSG: "Merge branch 'feature'"
+    git(root, "merge", "--abort")
+    git(root, "merge", feature, check=False)  # MERGE_MSG: "Merge commit '<sha>'"
+    assert readable_label(repo, feature) == "feature"  # from name-rev
+    git(root, "merge", "--abort")
+    git(root, "branch", "-D", "feature")
+    assert readable_label(repo, feature) == feature[:8]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -35,6 +35,11 @@ _OURS = re.compile(r"^<{7}(?: (.*))?$")
 _BASE = re.compile(r"^\|{7}(?: (.*))?$")
 _SPLIT = re.compile(r"^={7}$")
 _THEIRS = re.compile(r"^>{7}(?: (.*))?$")
+# A marker label that is a bare commit id: what ``git pull`` (which merges the fetched commit) writes.
+_FULL_SHA = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$")
+# The first line of MERGE_MSG: "Merge branch 'main' of https://host/repo", "Merge remote-tracking
+# branch 'origin/main'", "Merge tag 'v1.0'", "Merge branches 'a' and 'b'" …
+_MERGE_MSG = re.compile(r"^Merge (?:remote-tracking )?(?:branch|tag|commit) '([^']+)'(?: of (\S+))?")
 
 
 @dataclass(frozen=True)
@@ -155,6 +160,71 @@ def parse_conflicts(text: str) -> list[ConflictHunk]:
 def file_conflicts(repo: Repository, path: str | Path) -> list[ConflictHunk]:
     """The conflict hunks of the file at ``path`` as it is on disk now."""
     return parse_conflicts(_read(repo, path))
+
+
+def with_readable_labels(repo: Repository, hunks: list[ConflictHunk]) -> list[ConflictHunk]:
+    """``hunks`` with every side label that is a bare commit id replaced by ``readable_label``."""
+    names: dict[str, str] = {}
+
+    def name(label: str | None) -> str | None:
+        if label is None or not _FULL_SHA.match(label):
+            return label
+        if label not in names:
+            names[label] = readable_label(repo, label)
+        return names[label]
+
+    return [replace(hunk, ours_label=name(hunk.ours_label), theirs_label=name(hunk.theirs_label),
+                    base_label=name(hunk.base_label)) for hunk in hunks]
+
+
+def readable_label(repo: Repository, sha: str) -> str:
+    """What to call the commit ``sha`` a conflict side came from: the branch MERGE_MSG says was
+    merged when ``sha`` is MERGE_HEAD (a pulled branch as its remote-tracking name), else a ref
+    name from ``git name-rev``, else a short sha."""
+    return _merge_head_name(repo, sha) or _name_rev(repo, sha) or sha[:8]
+
+
+def _merge_head_name(repo: Repository, sha: str) -> str | None:
+    try:
+        merge_heads = (repo.git_dir / "MERGE_HEAD").read_text(encoding="utf-8").split()
+        first_line = (repo.git_dir / "MERGE_MSG").read_text(encoding="utf-8", errors="replace").partition("\n")[0]
+    except OSError:
+        return None
+    found = _MERGE_MSG.match(first_line.strip())
+    # With several heads (an octopus) the message does not say which name is which commit.
+    if merge_heads != [sha] or found is None:
+        return None
+    branch, url = found.groups()
+    if re.fullmatch(r"[0-9a-f]{7,64}", branch):
+        return None  # "Merge commit '4f4b16cf…'" names no branch
+    if url is None:
+        return branch
+    remote = _remote_for_url(repo, url)
+    return f"{remote}/{branch}" if remote else f"{branch} of {url}"
+
+
+def _remote_for_url(repo: Repository, url: str) -> str | None:
+    result = repo.run(["config", "--get-regexp", r"^remote\..*\.url$"], check=False)
+    if result.returncode != 0:
+        return None
+
+    def bare(text: str) -> str:
+        return text.strip().rstrip("/").removesuffix(".git").rstrip("/")
+
+    for line in result.text.splitlines():
+        key, _, value = line.partition(" ")
+        if bare(value) == bare(url):
+            return key.removeprefix("remote.").removesuffix(".url")
+    return None
+
+
+def _name_rev(repo: Repository, sha: str) -> str | None:
+    result = repo.run(["name-rev", "--name-only", "--no-undefined", sha], check=False)
+    name = result.text.strip() if result.returncode == 0 else ""
+    if not name:
+        return None
+    # "remotes/origin/main" reads as "origin/main"; "tags/v1.0^0" as "v1.0".
+    return name.removesuffix("^0").removeprefix("remotes/").removeprefix("tags/")
 
 
 def resolve_hunk_text(text: str, index: int, choice: HunkChoice) -> str:

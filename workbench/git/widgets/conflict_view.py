@@ -67,7 +67,8 @@ def read_conflicts(repo: Repository, selected: str | None) -> ConflictSnapshot:
     snapshot = ConflictSnapshot(state=repository_state(repo), files=files, selected=selected)
     if selected is not None:
         try:
-            snapshot.hunks = conflicts.file_conflicts(repo, selected)
+            # git pull labels their side with the fetched commit's full id: name it instead.
+            snapshot.hunks = conflicts.with_readable_labels(repo, conflicts.file_conflicts(repo, selected))
         except GitError as error:
             snapshot.hunks_error = str(error)
     return snapshot
