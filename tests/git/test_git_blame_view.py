@@ -84,3 +84,30 @@ def test_blame_of_a_file_never_committed_says_so(qtbot, window, two_author_repo)
     gutter = window.commands.execute("git.toggleBlame")
     qtbot.waitUntil(lambda: not gutter.attached, timeout=5000)
     assert errors and "never been committed" in errors[0]
+
+
+def test_toggle_blame_on_a_large_file_stays_in_the_palette_and_says_why_in_the_status_bar(
+        qtbot, window, two_author_repo, monkeypatch):
+    from workbench.editor.widgets import editor_tab
+
+    monkeypatch.setattr(editor_tab, "LARGE_FILE_BYTES", 1000)
+    (two_author_repo / "big.log").write_text("a log line\n" * 200)
+    window.open_file(two_author_repo / "big.log")
+    tab = window.current_editor()
+    assert tab.large_view is not None and tab.editor is None
+    errors = []
+    window.show_error = errors.append
+
+    assert "git.toggleBlame" in [command_id for command_id, _, _ in window.palette.matching("toggle blame")]
+    assert window.commands.execute("git.toggleBlame") is None
+    assert window.statusBar().currentMessage() == ("Blame needs a text editor tab; "
+                                                   "this file is too large to blame here.")
+    assert errors == []  # a status line, not an error dialog
+    tab.large_view.close_file()
+
+
+def test_toggle_blame_without_a_file_tab_says_to_open_a_file(qtbot, window):
+    window.close_tab(window.tabs.currentIndex())
+    assert window.current_editor() is None
+    assert window.commands.execute("git.toggleBlame") is None
+    assert "open a file" in window.statusBar().currentMessage()

@@ -112,3 +112,34 @@ def test_open_in_editor_goes_to_the_first_conflict(qtbot, conflicted_repo):
         view.select_file("notes.txt")
     qtbot.mouseClick(view.open_button, Qt.MouseButton.LeftButton)
     assert window.opened == [(conflicted_repo / "notes.txt", 2)]
+
+
+def test_a_stash_pop_conflict_says_so_and_offers_no_abort(qtbot, make_repo):
+    root = make_repo("stashed", {"notes.txt": "base\n"})
+    (root / "notes.txt").write_text("stashed\n")
+    git(root, "stash", "-q")
+    (root / "notes.txt").write_text("committed\n")
+    git(root, "commit", "-q", "-am", "edit after stashing")
+    git(root, "stash", "pop", check=False)
+    view, window = make_view(qtbot, root)
+    assert view.count_label.text() == "1 conflict left"
+    assert view.state_label.text() == ("Conflicts from applying a stash: resolve them and mark them resolved "
+                                       "(the stash entry was kept).")
+    assert "No merge" not in view.state_label.text()
+    assert view.abort_button.isHidden()
+    assert git(root, "stash", "list").strip()  # the entry really was kept
+
+
+def test_a_pull_conflict_names_their_side_by_branch_not_by_full_sha(qtbot, make_repo, tmp_path):
+    upstream = make_repo("upstream", {"notes.txt": "base\n"})
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(upstream), str(clone))
+    (upstream / "notes.txt").write_text("upstream\n")
+    git(upstream, "commit", "-q", "-am", "upstream edit")
+    (clone / "notes.txt").write_text("local\n")
+    git(clone, "commit", "-q", "-am", "local edit")
+    git(clone, "pull", "-q", "--no-rebase", "origin", "main", check=False)
+    view, _window = make_view(qtbot, clone)
+    [hunk] = view.hunk_widgets
+    assert hunk.hunk.theirs_label == "origin/main"
+    assert not any(len(word) >= 40 for word in hunk.hunk.theirs_label.split())

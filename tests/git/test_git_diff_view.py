@@ -8,10 +8,10 @@ from PySide6.QtCore import Qt
 
 from tests.git.conftest import git
 from workbench.editor.highlighting import LineLexer
-from workbench.git.diff import INDEX_VS_HEAD, WORKTREE_VS_INDEX
+from workbench.git.diff import INDEX_VS_HEAD, WORKTREE_VS_INDEX, parse_diff
 from workbench.git.repository import open_repository
 from workbench.git.widgets import diff_view as diff_view_module
-from workbench.git.widgets.diff_panes import INTRALINE_BACKGROUNDS, ROW_BACKGROUNDS
+from workbench.git.widgets.diff_panes import CURRENT_HEADER, INTRALINE_BACKGROUNDS, ROW_BACKGROUNDS
 from workbench.git.widgets.diff_rows import ADDED, FILLER, HEADER, REMOVED
 from workbench.git.widgets.diff_view import INLINE, SIDE_BY_SIDE, DiffView, open_diff_tab
 from workbench.qt.tasks import TaskRunner
@@ -277,3 +277,146 @@ def test_a_ten_thousand_line_diff_is_built_with_bounded_work(qtbot, make_repo, w
     assert 0 < view.right.rows_painted < 100  # painting touches the visible rows only
     view.next_change()
     assert view.current_hunk() == 0
+
+
+LONG_CONTEXT = "def " + "a_very_long_function_name_" * 14 + "(" + ", ".join(f"argument_{i}" for i in range(30)) + "):"
+
+
+def long_context_repo(make_repo):
+    """A Python file whose change sits under a ``def`` line far longer than any window."""
+    assert len(LONG_CONTEXT) > 400
+    body = "".join(f"    value_{i} = {i}\n" for i in range(1, 21))
+    root = make_repo("long", files={"m.py": LONG_CONTEXT + "\n" + body})
+    (root / "m.py").write_text(LONG_CONTEXT + "\n" + body.replace("value_15 = 15", "value_15 = 'fifteen'"))
+    return root
+
+
+def test_a_long_hunk_context_never_makes_the_view_wider(qtbot, make_repo, window, monkeypatch):
+    short = open_view(qtbot, window, two_hunk_repo(make_repo))
+    # git cuts the context after its @@ to 80 characters; other tools and old gits do not.
+    text = (f"diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -1,3 +1,3 @@ {LONG_CONTEXT}\n"
+            "     one = 1\n-    two = 2\n+    two = 'two'\n     three = 3\n")
+    monkeypatch.setattr(diff_view_module, "diff_file", lambda *args, **kwargs: parse_diff(text)[0])
+    view = open_view(qtbot, window, long_context_repo(make_repo), path="m.py")
+    assert len(view.diff.hunks[0].section) > 400
+    label = view._hunk_label
+    assert LONG_CONTEXT in label.full_text() and label.toolTip() == label.full_text()
+    assert label.text() != label.full_text() and label.text().endswith("…")  # shortened to fit
+    width = view.minimumSizeHint().width()
+    assert width < 600 and width <= short.minimumSizeHint().width() + 20
+    for pane in view.panes():
+        assert pane.minimumSizeHint().width() < 200
+
+
+def test_header_links_leave_the_header_text_room(qtbot, make_repo, window):
+    view = open_view(qtbot, window, long_context_repo(make_repo), path="m.py")
+    for pane in (view.right,):
+        header = pane.rows.kinds.index(HEADER)
+        pane.verticalScrollBar().setValue(0)
+        links = pane.link_rects()
+        assert len(links) == 2  # Stage Hunk and Discard Hunk
+        text = pane.header_text_rect(header)
+        assert text.width() > 50  # the start of the header is still shown
+        assert all(not text.intersects(type(text)(link)) for link in links)
+        assert text.right() < min(link.left() for link in links)
+    view.set_mode(INLINE)
+    header = view.inline.rows.kinds.index(HEADER)
+    view.inline.verticalScrollBar().setValue(0)
+    text = view.inline.header_text_rect(header)
+    assert all(text.right() < link.left() for link in view.inline.link_rects())
+
+
+def test_a_background_reload_of_a_vanished_file_says_so_in_the_tab(qtbot, make_repo, window):
+    root = make_repo(files={"a.txt": TWENTY})
+    (root / "new.txt").write_text("fresh\n")
+    view = open_view(qtbot, window, root, path="new.txt")
+    assert view.hunk_count() == 1
+    (root / "new.txt").unlink()
+    wait_loaded(qtbot, view, view.on_index_changed)  # as when another part of the window changed the index
+    assert window.errors == []
+    assert view._stack.currentWidget() is view._message
+    assert "The file is gone" in view._message.text()
+    assert view.current_hunk() == -1 and view._hunk_label.text() == ""
+    # The same failure from the user's own Refresh is told to them.
+    wait_loaded(qtbot, view, view.reload)
+    assert len(window.errors) == 1 and "neither tracked" in window.errors[0]
+
+
+def test_a_background_reload_of_a_file_without_changes_shows_no_changes(qtbot, make_repo, window):
+    root = two_hunk_repo(make_repo)
+    view = open_view(qtbot, window, root)
+    (root / "a.txt").write_text(TWENTY)
+    wait_loaded(qtbot, view, view.on_index_changed)
+    assert window.errors == [] and "No changes to show" in view._message.text()
+
+
+def test_a_diff_between_commits_opens_read_only_with_both_revisions_in_its_title(qtbot, make_repo, window):
+    root = make_repo(files={"a.txt": TWENTY})
+    first = git(root, "rev-parse", "HEAD").strip()
+    (root / "a.txt").write_text(TWO_CHANGES)
+    git(root, "commit", "-q", "-am", "two changes")
+    second = git(root, "rev-parse", "HEAD").strip()
+    (root / "a.txt").write_text(TWENTY)  # the working tree does not matter to a commit diff
+    view = diff_view_module.open_commit_diff_tab(window, open_repository(root), "a.txt", first, second)
+    with qtbot.waitSignal(view.sig_loaded, timeout=10_000):
+        pass
+    qtbot.addWidget(view)
+    assert view.title == f"a.txt ({first[:7]}..{second[:7]})" and window.tabs_added[-1][1] == view.title
+    assert view.is_read_only and view.hunk_count() == 2
+    assert [l.text for l in view.diff.hunks[0].lines if l.kind == "+"] == ["line two"]
+    assert view._hunk_buttons == {} and view.right.actions == () and view.inline.actions == ()
+    assert view.right.link_rects() == []
+    view.confirm_discard = lambda message: True
+    view.stage_hunk(0)
+    view.discard_hunk(0)
+    assert not view.is_busy and (root / "a.txt").read_text() == TWENTY and git(root, "diff", "--cached") == ""
+    # Asking again reuses the tab; other revisions get their own.
+    again = diff_view_module.open_commit_diff_tab(window, open_repository(root), "a.txt", first, second)
+    assert again is view
+    with qtbot.waitSignal(view.sig_loaded, timeout=10_000):
+        pass
+    root_commit = diff_view_module.open_commit_diff_tab(window, open_repository(root), "a.txt", None, first)
+    with qtbot.waitSignal(root_commit.sig_loaded, timeout=10_000):
+        pass
+    qtbot.addWidget(root_commit)
+    assert root_commit is not view and root_commit.hunk_count() == 1
+    assert all(l.kind == "+" for l in root_commit.diff.hunks[0].lines)
+    assert window.errors == []
+
+
+def test_the_mode_chosen_last_is_the_mode_of_new_diff_tabs(qtbot, make_repo, window):
+    root = two_hunk_repo(make_repo)
+    view = open_view(qtbot, window, root)
+    assert view.mode == SIDE_BY_SIDE
+    view._mode_button.click()  # the user picks Inline
+    assert view.mode == INLINE
+    git(root, "add", "a.txt")
+    staged = open_view(qtbot, window, root, source=INDEX_VS_HEAD)
+    assert staged.mode == INLINE and staged._mode_button.isChecked()
+    assert staged.panes() == [staged.inline] and staged.inline.rows is not None
+    other = FakeWindow()
+    try:
+        assert open_view(qtbot, other, root, source=INDEX_VS_HEAD).mode == SIDE_BY_SIDE
+    finally:
+        other.tasks.wait(5000)
+
+
+def test_next_change_marks_the_current_hunks_header_row(qtbot, make_repo, window):
+    root = two_hunk_repo(make_repo)
+    view = open_view(qtbot, window, root)
+    view.next_change()
+    assert view.current_hunk() == 1
+    assert all(pane.current_hunk == 1 for pane in view.panes()) and view.inline.current_hunk == -1
+    left = view.left
+    headers = [row for row, kind in enumerate(left.rows.kinds) if kind == HEADER]
+    image = left.viewport().grab().toImage()
+
+    def colour_of(row):
+        top = int(left.blockBoundingGeometry(left.document().findBlockByNumber(row))
+                  .translated(left.contentOffset()).top())
+        return image.pixelColor(left.viewport().width() - 3, top + 1)
+
+    assert colour_of(headers[1]) == CURRENT_HEADER
+    assert colour_of(headers[0]) == ROW_BACKGROUNDS[HEADER]
+    view.previous_change()
+    assert view.left.current_hunk == 0

@@ -139,7 +139,48 @@ def test_selecting_a_commit_shows_its_message_and_changed_files(qtbot, merged_re
     assert feature_two.sha in view.message.toPlainText()
 
 
-def test_double_clicking_a_changed_file_shows_its_diff_in_that_commit(qtbot, merged_repo):
+def test_double_clicking_a_changed_file_opens_the_diff_editor_on_that_commit(qtbot, merged_repo, monkeypatch):
+    from workbench.git.widgets import diff_view
+
+    opened = []
+    monkeypatch.setattr(diff_view, "open_commit_diff_tab", lambda *args: opened.append(args), raising=False)
+    window = FakeWindow()
+    repo = open_repository(merged_repo)
+    view = HistoryView(window, repo)
+    qtbot.addWidget(view)
+    wait_loaded(qtbot, view, 5)
+    feature_two = next(e for e in view.model.entries if e.summary == "feature two")
+    view.select_commit(feature_two.sha)
+    qtbot.waitUntil(lambda: view.details is not None and view.details.sha == feature_two.sha, timeout=5000)
+
+    view.files.itemActivated.emit(view.files.topLevelItem(0), 1)
+    qtbot.waitUntil(lambda: bool(opened), timeout=5000)
+    assert opened == [(window, repo, "feature.txt", feature_two.parents[0], feature_two.sha)]
+    assert window.tabs == [] and window.errors == []
+
+
+def test_a_root_commit_is_compared_with_the_empty_tree(qtbot, make_repo, monkeypatch):
+    from workbench.git.widgets import diff_view
+
+    opened = []
+    monkeypatch.setattr(diff_view, "open_commit_diff_tab", lambda *args: opened.append(args), raising=False)
+    root = make_repo("rooted", {"a.txt": "a\n"})
+    window = FakeWindow()
+    view = HistoryView(window, open_repository(root))
+    qtbot.addWidget(view)
+    wait_loaded(qtbot, view, 1)
+    view.select_commit(view.model.entries[0].sha)
+    qtbot.waitUntil(lambda: view.files.topLevelItemCount() == 1, timeout=5000)
+    view.files.itemActivated.emit(view.files.topLevelItem(0), 1)
+    qtbot.waitUntil(lambda: bool(opened), timeout=5000)
+    assert opened[0][3] == git(root, "hash-object", "-t", "tree", "/dev/null").strip()
+
+
+def test_without_the_diff_editor_a_changed_file_opens_as_read_only_diff_text(qtbot, merged_repo, monkeypatch):
+    from workbench.git.widgets import diff_view
+
+    monkeypatch.delattr(diff_view, "open_commit_diff_tab", raising=False)
+    monkeypatch.delattr(diff_view, "open_diff_tab", raising=False)
     window = FakeWindow()
     view = HistoryView(window, open_repository(merged_repo))
     qtbot.addWidget(view)
@@ -151,8 +192,7 @@ def test_double_clicking_a_changed_file_shows_its_diff_in_that_commit(qtbot, mer
     qtbot.waitUntil(lambda: bool(window.tabs), timeout=5000)
     widget, title, _ = window.tabs[-1]
     assert title.startswith("feature.txt @ ")
-    if hasattr(widget, "toPlainText"):  # the read-only fallback (no diff editor installed)
-        assert "+f2" in widget.toPlainText()
+    assert "+f2" in widget.toPlainText()
 
 
 def test_file_history_follows_a_renamed_file_and_has_no_graph(qtbot, make_repo):
@@ -174,3 +214,34 @@ def test_file_history_follows_a_renamed_file_and_has_no_graph(qtbot, make_repo):
     qtbot.waitUntil(lambda: view.details is not None and view.details.entry.summary == "rename", timeout=5000)
     renamed = view.changed_files()
     assert [(f.status, f.old_path, f.path) for f in renamed] == [("R", "old_name.py", "new_name.py")]
+
+
+def test_the_commit_dot_of_a_selected_row_has_a_white_ring_on_the_highlight(qtbot):
+    from PySide6.QtCore import QRect
+    from PySide6.QtGui import QColor, QImage, QPainter, QStandardItem, QStandardItemModel
+    from PySide6.QtWidgets import QStyle, QStyleOptionViewItem
+
+    from workbench.git.graph import GraphRow
+    from workbench.git.widgets.graph_delegate import DOT_RADIUS, GRAPH_ROLE, LANE_WIDTH, MARGIN, GraphDelegate
+
+    model = QStandardItemModel(1, 1)
+    item = QStandardItem()
+    item.setData(GraphRow(sha="a" * 40, column=0, colour=0, lines=(), lines_in=(), width=1), GRAPH_ROLE)
+    model.setItem(0, 0, item)
+    delegate = GraphDelegate()
+    highlight = QColor("#1f77d0")  # a highlight as blue as the first lane
+
+    def ring_pixel(selected: bool) -> QColor:
+        image = QImage(60, 22, QImage.Format.Format_RGB32)
+        image.fill(highlight)
+        option = QStyleOptionViewItem()
+        option.rect = QRect(0, 0, 60, 22)
+        option.state = QStyle.StateFlag.State_Enabled | (QStyle.StateFlag.State_Selected if selected
+                                                         else QStyle.StateFlag.State_None)
+        painter = QPainter(image)
+        delegate.paint(painter, option, model.index(0, 0))
+        painter.end()
+        return image.pixelColor(int(MARGIN + LANE_WIDTH / 2 + DOT_RADIUS), 11)
+
+    assert ring_pixel(True).lightness() > 200
+    assert ring_pixel(False).lightness() < 150

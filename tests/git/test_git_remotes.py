@@ -9,7 +9,8 @@ from tests.services.sshd import make_key, sshd_server  # noqa: F401  (the fixtur
 from workbench.git import GitError
 from workbench.git.branches import list_branches
 from workbench.git.remotes import (
-    PushResult, Remote, add_remote, fetch, list_remotes, pull, pull_mode, push, remove_remote,
+    PushResult, Remote, add_remote, fetch, list_remotes, pull, pull_mode, pull_mode_configured, push,
+    push_tags, remove_remote,
 )
 from workbench.git.repository import open_repository
 from workbench.git.runner import GitRunner
@@ -243,3 +244,24 @@ def test_a_missing_sshd_fails_the_test_with_what_to_install(monkeypatch, tmp_pat
     monkeypatch.setattr(sshd_module, "SSHD", str(tmp_path / "no-sshd-here"))
     with pytest.raises(pytest.fail.Exception, match="install the OpenSSH server"):
         sshd_module.start_sshd(tmp_path / "sshd")
+
+
+def test_pull_mode_is_configured_only_by_branch_or_pull_rebase(make_repo):
+    root = make_repo(files={"a.py": "a\n"})
+    repo = open_repository(root)
+    assert not pull_mode_configured(repo, "main")
+    git(root, "config", "pull.rebase", "false")
+    assert pull_mode_configured(repo, "main")
+    git(root, "config", "--unset", "pull.rebase")
+    git(root, "config", "branch.main.rebase", "true")
+    assert pull_mode_configured(repo, "main")
+
+
+def test_push_tags_pushes_every_tag_to_the_default_remote(make_repo, bare):
+    root = make_repo(files={"a.py": "a\n"})
+    git(root, "remote", "add", "origin", str(bare))
+    git(root, "tag", "v1.0")
+    git(root, "tag", "-a", "-m", "Two", "v2.0")
+    repo = open_repository(root)
+    assert push_tags(repo) == "origin"
+    assert git(bare, "tag").split() == ["v1.0", "v2.0"]

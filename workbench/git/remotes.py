@@ -18,6 +18,7 @@ from workbench.tasks import CancelToken, ProgressCallback
 __all__ = [
     "Remote", "PullResult", "PushResult",
     "list_remotes", "add_remote", "remove_remote", "fetch", "pull", "push", "pull_mode",
+    "pull_mode_configured", "push_tags", "default_remote",
 ]
 
 
@@ -117,6 +118,28 @@ def pull_mode(repo: Repository, branch: str) -> str:
             return "rebase"
         return "merge"
     return "merge"
+
+
+def pull_mode_configured(repo: Repository, branch: str) -> bool:
+    """True when ``branch.<name>.rebase`` or ``pull.rebase`` says how to pull (else a diverged
+    branch is merged only because that is git's default, and the user should choose)."""
+    return any(_config(repo, key) is not None for key in (f"branch.{branch}.rebase", "pull.rebase"))
+
+
+def default_remote(repo: Repository) -> str:
+    """The remote a push goes to: the current branch's, else "origin" or the only one."""
+    result = repo.run(["symbolic-ref", "-q", "--short", "HEAD"], check=False)
+    branch = result.text.strip() if result.returncode == 0 else ""
+    return _remote_for_push(repo, branch or "HEAD")
+
+
+def push_tags(repo: Repository, remote: str | None = None, *, progress: ProgressCallback | None = None,
+              cancel: CancelToken | None = None) -> str:
+    """Push every tag (``git push --tags``) to ``remote`` (``default_remote`` when None); returns
+    the remote."""
+    remote = remote or default_remote(repo)
+    _run(repo, ["push", "--progress", "--tags", remote], progress=progress, cancel=cancel)
+    return remote
 
 
 def pull(repo: Repository, remote: str | None = None, branch: str | None = None, *,

@@ -3,11 +3,15 @@ arrows; a click lists the branches to switch to, and offers "Create Branch…"."
 
 from __future__ import annotations
 
-from PySide6.QtCore import QPoint
+from PySide6.QtCore import QPoint, Qt
 from PySide6.QtWidgets import QMenu, QToolButton, QWidget
 
 from workbench.git.widgets import dialogs
 from workbench.git.widgets.session import GitSession
+
+
+MAX_BRANCH_TEXT_PX = 220
+"""A longer branch name is elided in the middle (full in the tooltip): the status bar never widens."""
 
 
 class BranchButton(QToolButton):
@@ -35,7 +39,7 @@ class BranchButton(QToolButton):
         if status.branch is None:
             text = f"⎇ {status.head[:8]} (detached)" if status.head else "⎇ HEAD"
         else:
-            text = f"⎇ {status.branch}"
+            text = f"⎇ {self.fontMetrics().elidedText(status.branch, Qt.TextElideMode.ElideMiddle, MAX_BRANCH_TEXT_PX)}"
         if status.upstream and not status.upstream_gone:
             text += f"  {status.behind}↓ {status.ahead}↑"
         elif status.upstream_gone:

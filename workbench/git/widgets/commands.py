@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from workbench.git.widgets import dialogs
+from workbench.git.widgets.scm_panel import stage_all_and_commit
 from workbench.git.widgets.session import GitSession
 
 FLOW_KINDS = ("feature", "bugfix", "release", "hotfix", "support")
@@ -26,6 +27,8 @@ class GitCommands:
         self.panel = panel
         self.stashes = stashes
         self.branch_button = branch_button
+        self.flow_push = None
+        """The push a finished release or hotfix started (an ``Operation``), for scripts and tests."""
 
     # --- registration -------------------------------------------------------------------------
 
@@ -52,6 +55,11 @@ class GitCommands:
             ("git.mergeBranch", "Merge Branch…", self.merge_branch, {}),
             ("git.createTag", "Create Tag…", self.create_tag, {}),
             ("git.addRemote", "Add Remote…", self.add_remote, {}),
+            ("git.removeRemote", "Remove Remote…", self.remove_remote, {}),
+            ("git.pushTo", "Push To…", self.push_to, {}),
+            ("git.pushTags", "Push Tags", self.push_tags, {}),
+            ("git.forcePush", "Force Push (With Lease)…", self.force_push, {}),
+            ("git.setIdentity", "Set Identity…", self.set_identity, {}),
             ("git.refresh", "Refresh", self.refresh, {}),
         ]
         ids = []
@@ -69,8 +77,8 @@ class GitCommands:
                          lambda name=None, base=None, kind=kind: self.flow_start(kind, name, base)))
             if kind != "support":
                 flow.append((f"git.flow.finish{noun}", f"Finish {noun}…",
-                             lambda name=None, message=None, keep=False, kind=kind:
-                             self.flow_finish(kind, name, message, keep)))
+                             lambda name=None, message=None, keep=False, push=None, kind=kind:
+                             self.flow_finish(kind, name, message, keep, push)))
             if kind == "feature":
                 flow.append(("git.flow.publishFeature", "Publish Feature",
                              lambda name=None, remote="origin": self.flow_publish("feature", name, remote)))
@@ -97,8 +105,18 @@ class GitCommands:
             message = dialogs.ask_multiline(self._parent(), "Commit", "Commit message:")
             if message is None:
                 return None
+        if self.session.remote_busy:
+            self.window.show_error("A push, pull or fetch is running; commit when it is over.")
+            return None
+        if amend and not self.session.confirm_amend():
+            return None
+        function = commit
+        if not amend and self.session.should_stage_all_first():
+            if not self.session.confirm("There are no staged changes. Stage all changes and commit?"):
+                return None
+            function = stage_all_and_commit
         sign_off = self.panel.signoff_box.isChecked() if sign_off is None else sign_off
-        return self.session.run("commit", commit, message, amend=amend, sign_off=sign_off, title="Committing")
+        return self.session.run("commit", function, message, amend=amend, sign_off=sign_off, title="Committing")
 
     def _commit_from_panel(self, amend: bool, sign_off: bool | None):
         if amend:
@@ -112,6 +130,11 @@ class GitCommands:
         from workbench.git.commits import commit, last_commit_message
 
         if message is not None:
+            if self.session.remote_busy:
+                self.window.show_error("A push, pull or fetch is running; amend when it is over.")
+                return None
+            if not self.session.confirm_amend():
+                return None
             return self.session.run("commit", commit, message, amend=True,
                                     sign_off=bool(sign_off), title="Amending the last commit")
 
@@ -145,9 +168,16 @@ class GitCommands:
     # --- remotes ------------------------------------------------------------------------------
 
     def pull(self, remote: str | None = None, branch: str | None = None, rebase: bool | None = None):
+        """Pull; a diverged branch with no pull.rebase setting asks Merge or Rebase, and a pull that
+        stops on conflicts opens the conflict view."""
         from workbench.git.remotes import pull
 
-        return self.session.run("pull", pull, remote, branch, rebase=rebase, title="Pulling")
+        if rebase is None and remote is None and branch is None:
+            go, rebase = self.session.ask_pull_rebase()
+            if not go:
+                return None
+        return self.session.run("pull", pull, remote, branch, rebase=rebase, title="Pulling",
+                                on_error=lambda _error: self.session.show_pull_conflicts("Pulling"))
 
     def push(self, remote: str | None = None, branch: str | None = None, force: bool = False,
              tags: bool = False):
@@ -157,7 +187,64 @@ class GitCommands:
                 "Force-push? The remote branch is overwritten with yours (only if nobody pushed to it "
                 "since your last fetch)."):
             return None
-        return self.session.run("push", push, remote, branch, force=force, tags=tags, title="Pushing")
+        return self.session.run("forcePush" if force else "push", push, remote, branch, force=force, tags=tags,
+                                title="Force-pushing" if force else "Pushing")
+
+    def force_push(self, remote: str | None = None, branch: str | None = None):
+        """Push over the remote branch, only if nobody pushed to it since the last fetch (asks first)."""
+        return self.push(remote, branch, force=True)
+
+    def push_to(self, remote: str | None = None, branch: str | None = None):
+        """Push the current branch to a chosen remote."""
+        if remote is None:
+            self._ask_remote("Push To", "Push to which remote?", lambda chosen: self.push_to(chosen, branch))
+            return None
+        return self.push(remote, branch)
+
+    def push_tags(self, remote: str | None = None):
+        """Push every tag (``git push --tags``) to ``remote``, or to the branch's/default remote."""
+        from workbench.git.remotes import push_tags
+
+        return self.session.run("pushTags", push_tags, remote, refresh=False, title="Pushing tags",
+                                on_done=lambda to: self.window.statusBar().showMessage(f"Pushed the tags to {to}",
+                                                                                        5000))
+
+    def remove_remote(self, name: str | None = None):
+        from workbench.git.remotes import remove_remote
+
+        if name is None:
+            self._ask_remote("Remove Remote", "Remove which remote?", self.remove_remote)
+            return None
+        if not self.session.confirm(f"Remove the remote {name}? Its remote-tracking branches go too; nothing "
+                                    f"changes on the remote itself."):
+            return None
+        return self.session.run("removeRemote", remove_remote, name, title=f"Removing remote {name}")
+
+    def _ask_remote(self, title: str, label: str, then: Callable[[str], Any]) -> None:
+        from workbench.git.remotes import list_remotes
+
+        def ask(remotes) -> None:
+            if not remotes:
+                self.window.show_error("This repository has no remote. Add one first (Git: Add Remote…).")
+                return
+            answer = dialogs.ask_choice(self._parent(), title, label, [r.name for r in remotes])
+            if answer is not None:
+                then(answer)
+
+        self.session.query("remotes", list_remotes, on_done=ask)
+
+    def set_identity(self, name: str | None = None, email: str | None = None):
+        """Set user.name and user.email in this repository's config (what commits are signed with)."""
+        if name is None:
+            name = dialogs.ask_text(self._parent(), "Set Identity", "Your name (user.name):")
+            if name is None:
+                return None
+        if email is None:
+            email = dialogs.ask_text(self._parent(), "Set Identity", "Your email (user.email):")
+            if email is None:
+                return None
+        return self.session.run("setIdentity", set_identity, name, email, refresh=False,
+                                title="Setting your identity")
 
     def fetch(self, remote: str | None = None, prune: bool = False):
         from workbench.git.remotes import fetch
@@ -305,14 +392,34 @@ class GitCommands:
                 return None
         return self.session.run(f"flowStart.{kind}", flow.start, kind, name, base, title=f"Starting {kind} {name}")
 
-    def flow_finish(self, kind: str, name: str | None = None, message: str | None = None, keep: bool = False):
+    def flow_finish(self, kind: str, name: str | None = None, message: str | None = None, keep: bool = False,
+                    push: bool | None = None):
+        """Finish a flow branch; a release or hotfix then offers to push master, develop and the tags
+        (``push`` True/False answers without asking)."""
         from workbench.git import flow
 
         if name is None:
-            self._ask_flow_branch(kind, "Finish", lambda chosen: self.flow_finish(kind, chosen, message, keep))
+            self._ask_flow_branch(kind, "Finish", lambda chosen: self.flow_finish(kind, chosen, message, keep, push))
             return None
+
+        def finished(result) -> None:
+            if kind in ("release", "hotfix") and push is not False:
+                self.session.query("flowPushTargets", flow_push_targets, on_done=lambda targets:
+                                   self._offer_flow_push(result, targets, push))
+
         return self.session.run(f"flowFinish.{kind}", flow.finish, kind, name, message, keep=keep,
-                                title=f"Finishing {kind} {name}")
+                                title=f"Finishing {kind} {name}", on_done=finished)
+
+    def _offer_flow_push(self, result, targets, push: bool | None) -> None:
+        remote, branches = targets
+        if remote is None:
+            return  # nowhere to push
+        if push is None and not self.session.confirm(
+                f"{result.kind.capitalize()} {result.name} is finished. Push {' and '.join(branches)} and the "
+                f"tags to {remote}?"):
+            return
+        self.flow_push = self.session.run("flowPush", push_branches_and_tags, remote, branches,
+                                          title=f"Pushing {', '.join(branches)} and tags")
 
     def flow_publish(self, kind: str, name: str | None = None, remote: str = "origin"):
         from workbench.git import flow
@@ -339,6 +446,35 @@ class GitCommands:
                 then(answer)
 
         self.session.query(f"flowBranches.{kind}", flow.list_branches, kind, on_done=ask)
+
+
+def set_identity(repo, name: str, email: str) -> None:
+    """Write user.name and user.email into the repository's own config."""
+    repo.run(["config", "user.name", name])
+    repo.run(["config", "user.email", email])
+
+
+def flow_push_targets(repo) -> tuple[str | None, list[str]]:
+    """(remote, [master, develop]) a finished release or hotfix is pushed to; remote None when
+    the repository has none."""
+    from workbench.git import flow
+    from workbench.git.errors import GitError
+    from workbench.git.remotes import default_remote
+
+    config = flow.flow_config(repo)
+    branches = [config.master, config.develop] if config is not None else []
+    try:
+        return default_remote(repo), branches
+    except GitError:
+        return None, branches
+
+
+def push_branches_and_tags(repo, remote: str, branches: list[str], progress=None, cancel=None) -> None:
+    from workbench.git.remotes import push, push_tags
+
+    for branch in branches:
+        push(repo, remote, branch, progress=progress, cancel=cancel)
+    push_tags(repo, remote, progress=progress, cancel=cancel)
 
 
 def install_commands(window, session: GitSession, panel, stashes, branch_button) -> GitCommands:

@@ -1,5 +1,6 @@
-"""Resolving the conflicts a merge, rebase, cherry-pick or revert left: the conflicted files, the
-hunks of the selected one side by side (ours | base | theirs), and a button for each way out.
+"""Resolving the conflicts a merge, rebase, cherry-pick, revert or stash apply left: the conflicted
+files, the hunks of the selected one side by side (ours | base | theirs), and a button for each
+way out.
 
 Every action runs off the GUI thread; afterwards the view reads the conflicts again and tells
 the window ``git.index_changed`` so the Source Control panel follows.
@@ -36,6 +37,8 @@ from workbench.git.repository import Repository
 
 INDEX_CHANGED = "git.index_changed"
 _ids = itertools.count(1)
+STASH_CONFLICTS = ("Conflicts from applying a stash: resolve them and mark them resolved "
+                   "(the stash entry was kept).")
 
 _ABORTS = {
     RepoStateKind.MERGING: ("Abort Merge", conflicts.abort_merge),
@@ -308,8 +311,13 @@ class ConflictView(QWidget):
         count = len(snapshot.files)
         state = snapshot.state
         self.count_label.setText(conflicts_left_text(count))
-        self.state_label.setText(state.message if state.in_progress else "No merge, rebase, cherry-pick or "
-                                 "revert in progress.")
+        if state.in_progress:
+            self.state_label.setText(state.message)
+        elif count:
+            # Only applying a stash leaves conflicts with no operation to continue or abort.
+            self.state_label.setText(STASH_CONFLICTS)
+        else:
+            self.state_label.setText("No merge, rebase, cherry-pick or revert in progress.")
         abort = _ABORTS.get(state.kind)
         self.abort_button.setVisible(abort is not None)
         if abort is not None:

@@ -19,8 +19,7 @@ from bisect import bisect_left, bisect_right
 from pathlib import PurePosixPath
 from typing import Callable
 
-from PySide6.QtCore import QEvent, QPoint, Qt, Signal
-from PySide6.QtCore import QSize
+from PySide6.QtCore import QEvent, QPoint, QSize, Qt, Signal
 from PySide6.QtGui import QAction, QKeySequence, QResizeEvent
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMessageBox, QSizePolicy, QSplitter, QStackedWidget,
                                QToolButton, QVBoxLayout, QWidget)
@@ -127,7 +126,8 @@ class ElidedLabel(QLabel):
 
 
 class DiffView(QWidget):
-    """The diff of ``path`` in ``repo`` from ``source`` (WORKTREE_VS_INDEX or INDEX_VS_HEAD).
+    """The diff of ``path`` in ``repo`` from ``source`` (WORKTREE_VS_INDEX or INDEX_VS_HEAD; or
+    COMMITS, read-only, between revisions ``a`` and ``b``).
 
     ``tasks`` is the window's TaskRunner, ``show_error(message)`` tells the user about a failure
     and ``notify(event_name)`` announces a change of the index to the rest of the window.
@@ -136,12 +136,19 @@ class DiffView(QWidget):
     sig_loaded = Signal()
     """The diff was (re)loaded and is shown (also for binary, too-large and empty diffs)."""
 
+    sig_mode_changed = Signal(str)
+    """The user chose another mode ("side-by-side" or "inline")."""
+
     def __init__(self, repo: Repository, path: str, source: str, tasks, show_error: Callable[[str], None],
-                 notify: Callable[[str], None], parent: QWidget | None = None, mode: str = SIDE_BY_SIDE) -> None:
+                 notify: Callable[[str], None], parent: QWidget | None = None, mode: str = SIDE_BY_SIDE,
+                 a: str | None = None, b: str | None = None) -> None:
         super().__init__(parent)
         if source not in SOURCE_TITLES:
-            raise GitError(f"A diff view shows the Working Tree or the Staged diff, not {source!r}.")
+            raise GitError(f"A diff view shows the Working Tree, the Staged or a commits diff, not {source!r}.")
+        if source == COMMITS and not b:
+            raise GitError("A diff between commits needs the revision to compare with (b).")
         self.repo, self.path, self.source = repo, repo_relative(repo, path), source
+        self.a, self.b = (a, b) if source == COMMITS else (None, None)
         self.tasks, self.show_error, self.notify = tasks, show_error, notify
         self.diff: FileDiff | None = None
         self._mode = mode if mode in MODES else SIDE_BY_SIDE
@@ -163,12 +170,24 @@ class DiffView(QWidget):
 
     @property
     def title(self) -> str:
-        """The tab title: "name (Working Tree)" or "name (Staged)"."""
-        return f"{PurePosixPath(self.path).name} ({SOURCE_TITLES[self.source]})"
+        """The tab title: "name (Working Tree)", "name (Staged)" or "name (a7..b7)"."""
+        return f"{PurePosixPath(self.path).name} ({self._source_title()})"
 
     @property
     def tooltip(self) -> str:
+        if self.source == COMMITS:
+            return f"{self.path} — changes from {self.a or 'nothing'} to {self.b}"
         return f"{self.path} — {SOURCE_TITLES[self.source]} changes"
+
+    @property
+    def is_read_only(self) -> bool:
+        """True for a diff between commits: nothing to stage, unstage or discard."""
+        return self.source == COMMITS
+
+    def _source_title(self) -> str:
+        if self.source == COMMITS:
+            return f"{short_revision(self.a)}..{short_revision(self.b)}"
+        return SOURCE_TITLES[self.source]
 
     @property
     def mode(self) -> str:
@@ -179,12 +198,16 @@ class DiffView(QWidget):
         """True while an operation (stage, unstage, discard) runs."""
         return self._busy
 
-    def reload(self) -> None:
-        """Read the diff again off the GUI thread; ``sig_loaded`` is emitted when it is shown."""
+    def reload(self, *, quiet: bool = False) -> None:
+        """Read the diff again off the GUI thread; ``sig_loaded`` is emitted when it is shown.
+
+        ``quiet`` is for reloads the user did not ask for (the index changed elsewhere, after an
+        operation): a failure is shown inside the tab, never in a message box."""
         if self.diff is None:
             self._message.setText("Loading the diff…")
         self.tasks.run(self._key + ".load", load_diff, self.repo, self.path, self.source, self._mode,
-                       on_done=self._on_loaded, on_error=self._on_load_failed,
+                       a=self.a, b=self.b,
+                       on_done=self._on_loaded, on_error=lambda error: self._on_load_failed(error, quiet=quiet),
                        title=f"Reading the diff of {PurePosixPath(self.path).name}")
 
     def set_mode(self, mode: str) -> None:
@@ -192,6 +215,7 @@ class DiffView(QWidget):
         if mode not in MODES:
             raise ValueError(f"Unknown diff mode {mode!r}; use 'side-by-side' or 'inline'.")
         row = self._anchor_row()
+        changed = mode != self._mode
         self._mode = mode
         self._mode_button.blockSignals(True)
         self._mode_button.setChecked(mode == INLINE)
@@ -199,12 +223,15 @@ class DiffView(QWidget):
         self._show_current()
         if row is not None:
             self._go_to_row(self._translate_anchor(row))
+        if changed:
+            self.sig_mode_changed.emit(mode)
 
     def current_hunk(self) -> int:
         """The hunk at the cursor (or at the top of the view when the cursor is scrolled away);
         -1 when no hunk is shown."""
         pane = self._pane()
-        if pane is None or pane.rows is None or not len(pane.rows):
+        if (pane is None or pane.rows is None or not len(pane.rows)
+                or self._stack.currentIndex() == _MESSAGE_PAGE):
             return -1
         row_map = pane.rows.rows
         row = pane.current_row()
@@ -262,7 +289,7 @@ class DiffView(QWidget):
 
     def discard_hunk(self, index: int) -> None:
         """Throw away hunk ``index`` of the Working Tree diff, after ``confirm_discard``."""
-        if self.diff is None or not 0 <= index < len(self.diff.hunks):
+        if self.diff is None or self.is_read_only or not 0 <= index < len(self.diff.hunks):
             return
         if self.confirm_discard(f"Discard hunk {index + 1} of {PurePosixPath(self.path).name}? "
                                 "Its changes are lost from the working tree."):
@@ -278,6 +305,8 @@ class DiffView(QWidget):
 
     def discard_selected(self) -> None:
         """Throw away the selected lines of the Working Tree diff, after ``confirm_discard``."""
+        if self.is_read_only:
+            return
         lines = self._changed(self.selected_lines())
         if lines and self.confirm_discard(
                 f"Discard {len(lines)} selected line{'s' if len(lines) != 1 else ''} of "
@@ -298,15 +327,18 @@ class DiffView(QWidget):
         return [self.left, self.right] if self._mode == SIDE_BY_SIDE else [self.inline]
 
     def on_index_changed(self, _data: object = None) -> None:
-        """Another part of the window changed the index: read the diff again."""
-        if not self._busy and not self._notifying:
-            self.reload()
+        """Another part of the window changed the index: read the diff again (quietly: a file
+        gone or no longer changed is said inside the tab)."""
+        if self.source != COMMITS and not self._busy and not self._notifying:
+            self.reload(quiet=True)
 
     # --- building ---------------------------------------------------------------------------
 
     def _build(self) -> None:
         worktree = self.source == WORKTREE_VS_INDEX
-        self._heading = QLabel(f"{self.path}  ·  {SOURCE_TITLES[self.source]}")
+        heading = (f"{self.path}  ·  {self.a or 'nothing'} → {self.b}" if self.source == COMMITS
+                   else f"{self.path}  ·  {SOURCE_TITLES[self.source]}")
+        self._heading = ElidedLabel(heading)
         self._heading.setStyleSheet("font-weight: 600;")
         self._previous_button = self._tool_button("Previous Change", "Go to the previous change (Shift+F7)",
                                                   self.previous_change)
@@ -315,25 +347,27 @@ class DiffView(QWidget):
                                               lambda checked: self.set_mode(INLINE if checked else SIDE_BY_SIDE))
         self._mode_button.setCheckable(True)
         self._mode_button.setChecked(self._mode == INLINE)
-        refresh = self._tool_button("Refresh", "Read the diff again", self.reload)
+        refresh = self._tool_button("Refresh", "Read the diff again", lambda _=False: self.reload())
         top = QHBoxLayout()
         top.setContentsMargins(6, 4, 6, 2)
-        top.addWidget(self._heading)
-        top.addStretch(1)
+        top.addWidget(self._heading, 1)
         for button in (self._previous_button, self._next_button, self._mode_button, refresh):
             top.addWidget(button)
 
         # The strip that follows the current hunk.
-        self._hunk_label = QLabel()
+        self._hunk_label = ElidedLabel()
         self._hunk_label.setStyleSheet("color: #57606a;")
         self._hunk_buttons: dict[str, QToolButton] = {}
         strip = QHBoxLayout()
         strip.setContentsMargins(6, 0, 6, 4)
         strip.addWidget(self._hunk_label, 1)
-        actions = ([("stage_hunk", "Stage Hunk"), ("discard_hunk", "Discard Hunk"),
-                    ("stage_selected", "Stage Selected Lines"), ("discard_selected", "Discard Selected Lines")]
-                   if worktree else
-                   [("unstage_hunk", "Unstage Hunk"), ("unstage_selected", "Unstage Selected Lines")])
+        if self.source == COMMITS:
+            actions = []
+        elif worktree:
+            actions = [("stage_hunk", "Stage Hunk"), ("discard_hunk", "Discard Hunk"),
+                       ("stage_selected", "Stage Selected Lines"), ("discard_selected", "Discard Selected Lines")]
+        else:
+            actions = [("unstage_hunk", "Unstage Hunk"), ("unstage_selected", "Unstage Selected Lines")]
         for name, title in actions:
             if name.endswith("_hunk"):
                 handler = lambda _=False, n=name: self._on_hunk_button(n)  # noqa: E731
@@ -346,10 +380,13 @@ class DiffView(QWidget):
         self.left = DiffPane(OLD_SIDE)
         self.right = DiffPane(NEW_SIDE)
         self.inline = DiffPane(BOTH_SIDES)
-        link_actions = ("stage", "discard") if worktree else ("unstage",)
+        link_actions = () if self.source == COMMITS else ("stage", "discard") if worktree else ("unstage",)
         self.right.actions = link_actions
         self.inline.actions = link_actions
         for pane in (self.left, self.right, self.inline):
+            # Long lines scroll inside the pane; they never make the window wider.
+            pane.setMinimumWidth(PANE_MINIMUM_WIDTH)
+            pane.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Expanding)
             pane.cursorPositionChanged.connect(lambda p=pane: self._on_cursor_moved(p))
             pane.selectionChanged.connect(self._on_selection_changed)
             pane.sig_hunk_action.connect(self._on_hunk_link)
@@ -371,6 +408,7 @@ class DiffView(QWidget):
         self._message = QLabel()
         self._message.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self._message.setWordWrap(True)
+        self._message.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self._message.setStyleSheet("color: #57606a; font-size: 13px;")
         self._stack = QStackedWidget()
         self._stack.addWidget(self._message)
@@ -439,12 +477,27 @@ class DiffView(QWidget):
         self._update_strip()
         self.sig_loaded.emit()
 
-    def _on_load_failed(self, error: Exception) -> None:
+    def _on_load_failed(self, error: Exception, *, quiet: bool = False) -> None:
         self._keep_hunk = None
-        self._message.setText(f"Could not read the diff of {self.path}.")
+        self.diff = None
+        self._rows = {}
+        self._shown = {SIDE_BY_SIDE: None, INLINE: None}
+        if quiet:
+            # A tab left open on a file that is gone or no longer changed: say so in the tab.
+            log.info("Reloading the diff of %s failed: %s", self.path, error)
+            self._message.setText(self._stale_message(error))
+        else:
+            self._message.setText(f"Could not read the diff of {self.path}.")
+            self.show_error(_message_of(error))
         self._stack.setCurrentIndex(_MESSAGE_PAGE)
-        self.show_error(_message_of(error))
+        self._update_strip()
         self.sig_loaded.emit()
+
+    def _stale_message(self, error: Exception) -> str:
+        name = PurePosixPath(self.path).name
+        if self.source == WORKTREE_VS_INDEX and not (self.repo.root / self.path).exists():
+            return f"The file is gone: {name} is no longer in the working tree."
+        return f"No changes to show for {name}. ({_message_of(error)})"
 
     def _show_current(self) -> None:
         diff = self.diff
@@ -455,8 +508,13 @@ class DiffView(QWidget):
             self._message.setText(diff.summary or "This diff cannot be shown.")
             self._stack.setCurrentIndex(_MESSAGE_PAGE)
         elif not diff.hunks:
-            what = "unstaged" if self.source == WORKTREE_VS_INDEX else "staged"
-            self._message.setText(f"{PurePosixPath(self.path).name} has no {what} changes.")
+            name = PurePosixPath(self.path).name
+            if self.source == COMMITS:
+                self._message.setText(f"No changes to show: {name} is the same in "
+                                      f"{short_revision(self.a)} and {short_revision(self.b)}.")
+            else:
+                what = "unstaged" if self.source == WORKTREE_VS_INDEX else "staged"
+                self._message.setText(f"No changes to show: {name} has no {what} changes.")
             self._stack.setCurrentIndex(_MESSAGE_PAGE)
         else:
             self._fill_panes()
@@ -548,7 +606,7 @@ class DiffView(QWidget):
     # --- operations -------------------------------------------------------------------------
 
     def _operate(self, function, argument, *, keep: int) -> None:
-        if self.diff is None or self._busy:
+        if self.diff is None or self._busy or self.is_read_only:
             return
         self._busy = True
         self._update_strip()
@@ -558,6 +616,8 @@ class DiffView(QWidget):
                        title=f"Updating {PurePosixPath(self.path).name}")
 
     def _operate_on_selection(self, function) -> None:
+        if self.is_read_only:
+            return
         lines = self._changed(self.selected_lines())
         if not lines:
             self.show_error("Select added or removed lines first.")
@@ -579,13 +639,13 @@ class DiffView(QWidget):
             self.notify(INDEX_CHANGED)
         finally:
             self._notifying = False
-        self.reload()
+        self.reload(quiet=True)
 
     def _on_operation_failed(self, error: Exception) -> None:
         self._busy = False
         self._update_strip()
         self.show_error(_message_of(error))
-        self.reload()
+        self.reload(quiet=True)
 
     def _on_hunk_button(self, name: str) -> None:
         hunk = self.current_hunk()
@@ -618,6 +678,8 @@ class DiffView(QWidget):
                                      + (f"   {section}" if section else ""))
         else:
             self._hunk_label.setText("")
+        for pane in (self.left, self.right, self.inline):
+            pane.set_current_hunk(hunk if pane in self.panes() else -1)
         for button in self._hunk_buttons.values():
             button.setEnabled(hunk >= 0 and not self._busy)
         for button in (self._previous_button, self._next_button):
@@ -649,25 +711,66 @@ def _message_of(error: Exception) -> str:
 _views_by_window: "weakref.WeakKeyDictionary[object, list[weakref.ref]]" = weakref.WeakKeyDictionary()
 
 
-def open_diff_tab(window, repo: Repository, path: str, source: str) -> DiffView:
+def open_diff_tab(window, repo: Repository, path: str, source: str, a: str | None = None,
+                  b: str | None = None) -> DiffView:
     """Show the diff of ``path`` from ``source`` in a tab of ``window``: the tab already showing
-    it (refreshed), or a new one titled "name (Working Tree)" / "name (Staged)"."""
+    it (refreshed), or a new one titled "name (Working Tree)" / "name (Staged)". With ``source``
+    COMMITS the read-only diff between revisions ``a`` and ``b``, titled "name (a7..b7)".
+    A new tab opens in the mode last chosen in ``window``."""
     rel = repo_relative(repo, path)
-    view = _find_view(window, repo, rel, source)
+    if source != COMMITS:
+        a = b = None
+    view = _find_view(window, repo, rel, source, a, b)
     if view is not None:
         view.reload()
     else:
         view = DiffView(repo, rel, source, window.tasks, window.show_error,
-                        lambda name: window.handle_event(name, {}))
+                        lambda name: window.handle_event(name, {}), mode=last_mode(window), a=a, b=b)
         _remember(window, view)
-        if hasattr(window, "on_event"):
+        view.sig_mode_changed.connect(lambda mode, ref=_weak(window): _remember_mode(ref, mode))
+        if hasattr(window, "on_event") and source != COMMITS:
             ref = weakref.ref(view)
             window.on_event(INDEX_CHANGED, lambda data, ref=ref: _forward_index_change(ref, data))
     window.add_tab(view, view.title, view.tooltip)
     return view
 
 
-def _find_view(window, repo: Repository, rel: str, source: str) -> DiffView | None:
+def open_commit_diff_tab(window, repo: Repository, path: str, a: str | None, b: str) -> DiffView:
+    """Show, read-only, the changes of ``path`` between revisions ``a`` and ``b`` (``a`` None or
+    empty for a root commit) in a tab of ``window`` titled "name (a7..b7)"."""
+    return open_diff_tab(window, repo, path, COMMITS, a=a, b=b)
+
+
+# The mode last chosen in each window; new diff tabs of that window open in it.
+_mode_by_window: "weakref.WeakKeyDictionary[object, str]" = weakref.WeakKeyDictionary()
+
+
+def last_mode(window) -> str:
+    """The mode the user last chose in a diff tab of ``window`` (side by side at first)."""
+    try:
+        return _mode_by_window.get(window, SIDE_BY_SIDE)
+    except TypeError:
+        return SIDE_BY_SIDE
+
+
+def _remember_mode(ref: Callable[[], object], mode: str) -> None:
+    window = ref()
+    if window is not None:
+        try:
+            _mode_by_window[window] = mode
+        except TypeError:
+            pass
+
+
+def _weak(window) -> Callable[[], object]:
+    try:
+        return weakref.ref(window)
+    except TypeError:
+        return lambda: None
+
+
+def _find_view(window, repo: Repository, rel: str, source: str, a: str | None = None,
+               b: str | None = None) -> DiffView | None:
     tabs = getattr(window, "tabs", None)
     if tabs is not None and hasattr(tabs, "widget"):
         candidates = [tabs.widget(i) for i in range(tabs.count())]
@@ -675,7 +778,7 @@ def _find_view(window, repo: Repository, rel: str, source: str) -> DiffView | No
         candidates = [ref() for ref in _views_by_window.get(window, [])]
     for view in candidates:
         if (isinstance(view, DiffView) and _alive(view) and view.path == rel and view.source == source
-                and view.repo.root == repo.root):
+                and (view.a, view.b) == (a, b) and view.repo.root == repo.root):
             return view
     return None
 

@@ -37,6 +37,15 @@ def graph_width(columns: int) -> int:
     return max(MIN_WIDTH, MARGIN * 2 + max(1, columns) * LANE_WIDTH)
 
 
+def dot_pen_and_brush(colour: int, selected: bool) -> tuple[QPen, QBrush]:
+    """The outline and fill of a commit's dot. On a selected row a white ring keeps the dot
+    visible against the highlight, which is often the same blue as the first lane."""
+    fill = lane_colour(colour)
+    if selected:
+        return QPen(QColor("#ffffff"), 2), QBrush(fill)
+    return QPen(fill.darker(130), 1.5), QBrush(fill)
+
+
 class GraphDelegate(QStyledItemDelegate):
     """Draws the GraphRow found under ``GRAPH_ROLE``."""
 
@@ -67,9 +76,9 @@ class GraphDelegate(QStyledItemDelegate):
         for line in row.lines:
             self._segment(painter, QPointF(x(line.from_column), centre),
                           QPointF((x(line.from_column) + x(line.to_column)) / 2, bottom), line.colour)
-        colour = lane_colour(row.colour)
-        painter.setPen(QPen(colour.darker(130), 1.5))
-        painter.setBrush(QBrush(colour))
+        pen, brush = dot_pen_and_brush(row.colour, bool(option.state & QStyle.StateFlag.State_Selected))
+        painter.setPen(pen)
+        painter.setBrush(brush)
         painter.drawEllipse(QPointF(x(row.column), centre), DOT_RADIUS, DOT_RADIUS)
         painter.restore()
 

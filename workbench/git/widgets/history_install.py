@@ -87,11 +87,12 @@ class HistoryCommands:
     def toggle_blame(self):
         """Show or hide blame annotations beside the current editor's lines."""
         repo = self._repo()
+        if repo is None:
+            return None
         tab = self.window.current_editor()
         editor = getattr(tab, "editor", None) if tab is not None else None
-        if repo is None or editor is None:
-            if tab is not None:
-                self.window.show_error("Blame is shown for text files only.")
+        if editor is None:
+            self._tell(blame_unavailable_reason(tab))
             return None
         gutter = self._alive(self.blame_gutters.get(id(editor)))
         if gutter is not None and gutter.attached:
@@ -142,6 +143,15 @@ class HistoryCommands:
             if self._alive(view) is not None:
                 view.refresh()
 
+    def _tell(self, message: str) -> None:
+        """Say ``message`` in the status bar, without a dialog (the user just ran a command
+        where it does not apply; nothing went wrong)."""
+        status_bar = getattr(self.window, "statusBar", None)
+        if status_bar is not None:
+            status_bar().showMessage(message, 8000)
+        else:
+            self.window.show_error(message)
+
     def _repo(self) -> Repository | None:
         try:
             return self.get_repo()
@@ -155,17 +165,30 @@ class HistoryCommands:
         return widget if widget is not None and isValid(widget) else None
 
 
+def blame_unavailable_reason(tab) -> str:
+    """Why Toggle Blame cannot annotate the current ``tab`` (an EditorTab without a text
+    editor, or None when the current tab is not a file at all)."""
+    if tab is None:
+        return "Blame needs a text editor tab: open a file, then toggle blame."
+    if getattr(tab, "large_view", None) is not None:
+        return "Blame needs a text editor tab; this file is too large to blame here."
+    if getattr(tab, "hex_view", None) is not None:
+        return "Blame needs a text editor tab; this file is binary and has no lines to blame."
+    return "Blame needs a text editor tab; this file is not open as text."
+
+
 def install_history(window, get_repo: Callable[[], Repository | None]) -> HistoryCommands:
     """Register the history, file history, blame and conflict commands in ``window``'s menu
     "Git" (enabled while ``get_repo()`` returns a repository) and return what opens the views."""
     commands = HistoryCommands(window, get_repo)
     has_repo = lambda: get_repo() is not None  # noqa: E731
-    has_text_editor = lambda: has_repo() and getattr(window.current_editor(), "editor", None) is not None  # noqa: E731
     add = window.commands.add
     add(SHOW_HISTORY, "Show History", commands.show_history, category="Git", menu="Git", enabled=has_repo)
     add(SHOW_FILE_HISTORY, "Show File History", commands.show_file_history, category="Git", menu="Git",
         enabled=has_repo, context=("explorer",), applies_to=lambda path: Path(path).is_file())
-    add(TOGGLE_BLAME, "Toggle Blame", commands.toggle_blame, category="Git", menu="Git", enabled=has_text_editor)
+    # Enabled with a repository, not only with a text editor: the palette hides disabled commands,
+    # and from a large-file, binary or history tab Toggle Blame says why it cannot blame there.
+    add(TOGGLE_BLAME, "Toggle Blame", commands.toggle_blame, category="Git", menu="Git", enabled=has_repo)
     add(RESOLVE_CONFLICTS, "Resolve Conflicts…", commands.resolve_conflicts, category="Git", menu="Git",
         enabled=has_repo)
     window.on_event(INDEX_CHANGED, commands._on_index_changed)

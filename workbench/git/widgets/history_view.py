@@ -312,11 +312,17 @@ class HistoryView(QWidget):
         return list(self.details.files) if self.details else []
 
     def open_file_diff(self, file: ChangedFile) -> None:
-        """Show what the selected commit changed in ``file``: in the diff editor when there is
-        one, else as read-only text in a tab."""
+        """Show what the selected commit changed in ``file``: in the diff editor's commit diff
+        tab when there is one, else as read-only text in a tab."""
         if self.details is None:
             return
         entry = self.details.entry
+        opener = _commit_diff_opener()
+        if opener is not None:
+            self.window.tasks.run(self._diff_key, _commit_base, self.repo, entry,
+                                  on_done=lambda base: self._open_commit_diff(opener, entry, file, base),
+                                  on_error=self._show_error, title="Reading the diff")
+            return
         self.window.tasks.run(self._diff_key, _commit_file_diff, self.repo, entry, file,
                               on_done=lambda diffs: self._show_diff(entry, file, diffs),
                               on_error=self._show_error, title="Reading the diff")
@@ -371,6 +377,12 @@ class HistoryView(QWidget):
         file = item.data(0, Qt.ItemDataRole.UserRole)
         if isinstance(file, ChangedFile):
             self.open_file_diff(file)
+
+    def _open_commit_diff(self, opener, entry: CommitEntry, file: ChangedFile, base: str) -> None:
+        try:
+            opener(self.window, self.repo, file.path, base, entry.sha)
+        except Exception as error:  # noqa: BLE001 (the diff editor's failure is shown, not raised)
+            self._show_error(error)
 
     def _show_diff(self, entry: CommitEntry, file: ChangedFile, payload) -> None:
         base, diffs = payload
@@ -431,16 +443,31 @@ def _details_html(details: CommitDetails) -> str:
             f"<pre style='white-space:pre-wrap;font-family:sans-serif'>{escape(details.message)}</pre>")
 
 
+def _commit_base(repo: Repository, entry: CommitEntry, *, cancel: CancelToken | None = None) -> str:
+    """What ``entry`` is compared with: its first parent, or the empty tree for a root commit."""
+    if entry.parents:
+        return entry.parents[0]
+    return repo.run(["hash-object", "-t", "tree", "--stdin"], input=b"").text.strip()
+
+
+def _commit_diff_opener():
+    """The diff editor's ``open_commit_diff_tab(window, repo, path, a, b)``, or None while the
+    diff editor has none (the view then falls back to ``open_diff_tab`` or to read-only text)."""
+    try:
+        # Leave this import here: the diff editor is another widget module, loaded on first use.
+        from workbench.git.widgets import diff_view
+    except ImportError:
+        return None
+    return diff_view.open_commit_diff_tab if hasattr(diff_view, "open_commit_diff_tab") else None
+
+
 def _commit_file_diff(repo: Repository, entry: CommitEntry, file: ChangedFile, *,
                       cancel: CancelToken | None = None):
     """``(base, diffs)``: the first parent (or the empty tree of a root commit) and what
     ``entry`` changed in ``file`` against it."""
     from workbench.git.diff import diff_commits
 
-    if entry.parents:
-        base = entry.parents[0]
-    else:
-        base = repo.run(["hash-object", "-t", "tree", "--stdin"], input=b"").text.strip()
+    base = _commit_base(repo, entry)
     if file.old_path and file.old_path != file.path:
         # A pathspec of the new name alone would show the rename as an added file.
         diffs = [d for d in diff_commits(repo, base, entry.sha, cancel=cancel) if d.path == file.path]

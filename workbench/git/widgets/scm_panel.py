@@ -6,7 +6,7 @@ The panel only shows and asks: every Git operation goes through the ``GitSession
 
 from __future__ import annotations
 
-from PySide6.QtCore import QItemSelectionModel, Qt, Signal
+from PySide6.QtCore import QItemSelectionModel, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QKeyEvent
 from PySide6.QtWidgets import (
     QCheckBox,
@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QMenu,
     QPlainTextEdit,
     QPushButton,
+    QSizePolicy,
     QStackedWidget,
     QToolButton,
     QTreeWidget,
@@ -32,6 +33,8 @@ GROUPS = (("conflicted", "Merge Conflicts"), ("staged", "Staged Changes"), ("uns
           ("untracked", "Untracked"))
 RESOLVE_CONFLICTS = "git.resolveConflicts"  # registered by the conflict view's installer
 MAX_FILES_PER_GROUP = 2000  # more is unreadable in a list, and slow to build
+MAX_BRANCH_LABEL_PX = 220  # a longer branch name is elided in the middle: the dock never widens
+BUSY_LABEL_DELAY_MS = 250  # a quick status refresh does not flash "Working…"
 
 STATE_COLOURS = {"M": "#c08000", "T": "#c08000", "A": "#2e8b2e", "?": "#2e8b2e", "D": "#c03030",
                  "R": "#2a6fb0", "C": "#2a6fb0", "U": "#9b30b0"}
@@ -66,6 +69,11 @@ class SourceControlPanel(QWidget):
         self.window = session.window
         self._amend_prefill: str | None = None
         self._collapsed: set[str] = set()
+        self._shown_status = None
+        self._busy_timer = QTimer(self)
+        self._busy_timer.setSingleShot(True)
+        self._busy_timer.setInterval(BUSY_LABEL_DELAY_MS)
+        self._busy_timer.timeout.connect(self._show_busy)
 
         self.pages = QStackedWidget()
         layout = QVBoxLayout(self)
@@ -81,6 +89,7 @@ class SourceControlPanel(QWidget):
         session.sig_repository_changed.connect(self._on_repository_changed)
         session.sig_status_changed.connect(self._on_status_changed)
         session.sig_busy_changed.connect(self._on_busy_changed)
+        session.sig_refreshing_changed.connect(lambda _refreshing: self._update_busy_label())
         self._on_repository_changed()
 
     # --- building -----------------------------------------------------------------------------
@@ -130,6 +139,12 @@ class SourceControlPanel(QWidget):
         top = QHBoxLayout()
         self.branch_label = QLabel()
         self.branch_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        # Its width follows the dock, never the other way round.
+        self.branch_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.branch_label.setMinimumWidth(20)
+        self.busy_label = QLabel("Working…")
+        self.busy_label.setStyleSheet("color: #777;")
+        self.busy_label.hide()
         self.sync_button = QToolButton()
         self.sync_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
         self.sync_button.setToolTip("Sync: pull the remote's commits, then push yours")
@@ -139,6 +154,7 @@ class SourceControlPanel(QWidget):
         self.refresh_button.setToolTip("Refresh")
         self.refresh_button.clicked.connect(lambda: self.session.refresh(force=True))
         top.addWidget(self.branch_label, 1)
+        top.addWidget(self.busy_label)
         top.addWidget(self.sync_button)
         top.addWidget(self.refresh_button)
         layout.addLayout(top)
@@ -212,6 +228,7 @@ class SourceControlPanel(QWidget):
         else:
             self.pages.setCurrentIndex(2)
             self.files.clear()
+            self._shown_status = None
             self.branch_label.setText("")
             self._update_sync(None)
 
@@ -219,20 +236,34 @@ class SourceControlPanel(QWidget):
         self._update_branch(status)
         self._update_sync(status)
         self._update_banner(self.session.state)
-        self._fill_files(status)
+        if status != self._shown_status:  # a periodic refresh that found nothing new keeps the list
+            self._shown_status = status
+            self._fill_files(status)
+        else:
+            self._update_commit_button()
 
     def _update_branch(self, status) -> None:
+        from html import escape
+
+        branch = self._elided(status.branch or "HEAD")
         if status.head is None:
-            text = f"<b>{status.branch or 'HEAD'}</b> (no commits yet)"
+            text = f"<b>{escape(branch)}</b> (no commits yet)"
         elif status.branch is None:
             text = f"HEAD detached at <b>{status.head[:8]}</b>"
         else:
-            text = f"<b>{status.branch}</b>"
+            text = f"<b>{escape(branch)}</b>"
             if status.upstream:
-                text += f" → {status.upstream}" + (" (gone)" if status.upstream_gone else "")
+                text += (f" → {escape(self._elided(status.upstream))}"
+                         + (" (gone)" if status.upstream_gone else ""))
         self.branch_label.setText(text)
+        self.branch_label.setToolTip(
+            (status.branch or "detached HEAD") + (f" → {status.upstream}" if status.upstream else ""))
         self.message.setPlaceholderText(
             f"Message (Ctrl+Enter to commit on {status.branch or 'detached HEAD'})")
+        self.message.viewport().update()
+
+    def _elided(self, name: str) -> str:
+        return self.branch_label.fontMetrics().elidedText(name, Qt.TextElideMode.ElideMiddle, MAX_BRANCH_LABEL_PX)
 
     def _update_sync(self, status) -> None:
         if status is None or not status.upstream:
@@ -298,9 +329,17 @@ class SourceControlPanel(QWidget):
 
     def _update_commit_button(self) -> None:
         status, state = self.session.status, self.session.state
+        # Changes but nothing staged: Commit offers to stage them all.
         can_commit = (status is not None and not status.conflicted
-                      and (bool(status.staged) or self.amend_box.isChecked() or bool(state and state.in_progress)))
+                      and (not status.is_clean or self.amend_box.isChecked() or bool(state and state.in_progress)))
         self.commit_button.setEnabled(can_commit and not self.session.busy)
+        # Locked while a push, pull, fetch or sync runs: amending the commit being pushed would
+        # make the branch diverge.
+        locked = self.session.remote_busy
+        self.message.setReadOnly(locked)
+        self.message.setEnabled(not locked)
+        self.amend_box.setEnabled(not locked)
+        self.signoff_box.setEnabled(not locked)
 
     def _file_item(self, change) -> QTreeWidgetItem:
         name = change.path.rsplit("/", 1)[-1]
@@ -358,6 +397,25 @@ class SourceControlPanel(QWidget):
     def _on_busy_changed(self, busy: bool) -> None:
         self._update_sync(self.session.status)
         self._update_commit_button()
+        self._update_busy_label()
+
+    def _update_busy_label(self) -> None:
+        """"Working…" at once for an operation, after a short delay for a status refresh."""
+        if self.session.busy:
+            self._busy_timer.stop()
+            self._show_busy()
+        elif self.session.refreshing:
+            if not self.busy_label.isVisibleTo(self) and not self._busy_timer.isActive():
+                self._busy_timer.start()
+        else:
+            self._busy_timer.stop()
+            self.busy_label.hide()
+
+    def _show_busy(self) -> None:
+        if self.session.busy or self.session.refreshing:
+            self.busy_label.setToolTip("A Git operation is running" if self.session.busy
+                                       else "Reading the status")
+            self.busy_label.show()
 
     # --- clicks and menus ---------------------------------------------------------------------
 
@@ -477,11 +535,22 @@ class SourceControlPanel(QWidget):
         self.window.open_file(self.session.repo.root / path)
 
     def commit(self):
-        """Commit the staged changes with the message in the box (amend/sign-off as ticked)."""
+        """Commit the staged changes with the message in the box (amend/sign-off as ticked).
+        With nothing staged but changes in the tree, offers to stage them all first."""
         from workbench.git.commits import commit
 
         message = self.message.toPlainText()
         amend = self.amend_box.isChecked()
+        if self.session.remote_busy:
+            self.window.show_error("A push, pull or fetch is running; commit when it is over.")
+            return None
+        if amend and not self.session.confirm_amend():
+            return None
+        function = commit
+        if not amend and self.session.should_stage_all_first():
+            if not self.session.confirm("There are no staged changes. Stage all changes and commit?"):
+                return None
+            function = stage_all_and_commit
 
         def done(_info) -> None:
             if self.message.toPlainText() == message:
@@ -490,8 +559,8 @@ class SourceControlPanel(QWidget):
             self.amend_box.setChecked(False)
             self.window.statusBar().showMessage(f"Committed: {_info.summary}", 5000)
 
-        return self.session.run("commit", commit, message, amend=amend, sign_off=self.signoff_box.isChecked(),
-                                on_done=done, title="Committing")
+        return self.session.run("commit", function, message, amend=amend,
+                                sign_off=self.signoff_box.isChecked(), on_done=done, title="Committing")
 
     def _on_amend_toggled(self, checked: bool) -> None:
         from workbench.git.commits import last_commit_message
@@ -510,11 +579,17 @@ class SourceControlPanel(QWidget):
         self.commit_button.setText("Amend Commit" if checked else "Commit")
         self._update_commit_button()
 
-    def sync(self):
-        """Pull then push (only push on a branch's first publish)."""
+    def sync(self, rebase: bool | None = None):
+        """Pull then push (only push on a branch's first publish). A diverged branch with no
+        pull.rebase setting asks whether to merge or rebase."""
         status = self.session.status
         has_upstream = bool(status and status.upstream and not status.upstream_gone)
-        return self.session.run("sync", sync, has_upstream, title="Syncing")
+        if has_upstream and rebase is None:
+            go, rebase = self.session.ask_pull_rebase()
+            if not go:
+                return None
+        return self.session.run("sync", sync, has_upstream, rebase=rebase, title="Syncing",
+                                on_error=lambda _error: self.session.show_pull_conflicts("Syncing"))
 
     def abort_operation(self):
         from workbench.git import conflicts
@@ -549,11 +624,20 @@ class SourceControlPanel(QWidget):
         return self.session.run("continue", action, title="Continuing") if action else None
 
 
-def sync(repo, has_upstream: bool, progress=None, cancel=None):
-    """Pull the upstream's commits, then push ours (a branch without upstream is only pushed,
-    which sets its upstream)."""
+def sync(repo, has_upstream: bool, rebase: bool | None = None, progress=None, cancel=None):
+    """Pull the upstream's commits (merged or rebased as ``rebase`` says, else as the config
+    says), then push ours (a branch without upstream is only pushed, which sets its upstream)."""
     from workbench.git.remotes import pull, push
 
     if has_upstream:
-        pull(repo, progress=progress, cancel=cancel)
+        pull(repo, rebase=rebase, progress=progress, cancel=cancel)
     return push(repo, progress=progress, cancel=cancel)
+
+
+def stage_all_and_commit(repo, message: str, amend: bool = False, sign_off: bool = False):
+    """Stage every change (``git add -A``), then commit it."""
+    from workbench.git.commits import commit
+    from workbench.git.staging import stage_paths
+
+    stage_paths(repo, ["."])
+    return commit(repo, message, amend=amend, sign_off=sign_off)

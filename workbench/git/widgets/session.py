@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from PySide6.QtCore import QEvent, QObject, QTimer, Signal
-from PySide6.QtWidgets import QMessageBox
+from PySide6.QtCore import QEvent, QFileSystemWatcher, QObject, QTimer, Signal
+from PySide6.QtWidgets import QMessageBox, QPushButton
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +27,23 @@ INDEX_CHANGED = "git.index_changed"
 FULL_REFRESH_INTERVAL_S = 3.0
 """A window activation refreshes everything at most this often (a status of a big repository
 costs what git costs)."""
+
+PERIODIC_REFRESH_MS = 5000
+"""While the window is active, the status is re-read this often (a full status of 20,000 files
+takes ~40 ms) so that changes made outside the app show without a click."""
+
+WATCH_DEBOUNCE_MS = 300
+"""A burst of changes to .git (a checkout writes the index, HEAD and refs) gives one refresh."""
+
+MAX_REFRESH_PATHS = 200
+"""An operation touching more paths refreshes the whole status: a pathspec of thousands of paths
+costs far more (20-40 s for 20,000) than a full status."""
+
+REMOTE_OPERATIONS = frozenset({"push", "pull", "fetch", "sync", "pushTags", "forcePush", "flowPush", "flowPublish"})
+"""Operations that talk to a remote; while one runs the commit box is locked (amending the commit
+being pushed would make the branch diverge)."""
+
+IDENTITY_HINT = "Git does not know who you are"
 
 
 class Operation:
@@ -60,6 +77,9 @@ class GitSession(QObject):
     sig_busy_changed = Signal(bool)
     """True while at least one Git operation (not a status refresh) runs."""
 
+    sig_refreshing_changed = Signal(bool)
+    """True while the status is being re-read."""
+
     def __init__(self, window, parent: QObject | None = None):
         super().__init__(parent or window)
         self.window = window
@@ -72,7 +92,8 @@ class GitSession(QObject):
         """True once the project folder was looked at (``repo`` None then means: no repository)."""
         self.last_error: str | None = None
         self._ids = itertools.count(1)
-        self._running: set[str] = set()
+        self._running: dict[str, str] = {}
+        """Running operations: task key → operation name."""
         self._refreshing = False
         self._pending: set[str] | None = set()
         self._pending_requested = False
@@ -82,6 +103,19 @@ class GitSession(QObject):
         self._refresh_timer.timeout.connect(self._start_refresh)
         self._watched_editors: set[int] = set()
         self._announcing = False
+        self._git_signature: tuple | None = None
+        """What .git looked like (mtimes and sizes) after the last full status: a watcher event
+        that leaves it unchanged was our own status rewriting the index."""
+        self._watcher = QFileSystemWatcher(self)
+        self._watcher.fileChanged.connect(self._on_git_changed)
+        self._watcher.directoryChanged.connect(self._on_git_changed)
+        self._watch_timer = QTimer(self)
+        self._watch_timer.setSingleShot(True)
+        self._watch_timer.setInterval(WATCH_DEBOUNCE_MS)
+        self._watch_timer.timeout.connect(self._on_git_settled)
+        self._periodic_timer = QTimer(self)
+        self._periodic_timer.setInterval(PERIODIC_REFRESH_MS)
+        self._periodic_timer.timeout.connect(self._on_periodic)
         window.installEventFilter(self)
         window.tabs.currentChanged.connect(lambda _index: self._watch_editors())
         window.on_event(INDEX_CHANGED, self._on_index_changed)
@@ -104,9 +138,14 @@ class GitSession(QObject):
         self.cache = StatusCache(repo) if repo is not None else None
         self.status = self.state = None
         self.opened = True
+        self._git_signature = None
+        self._watch_git()
         self.sig_repository_changed.emit()
         if repo is not None:
+            self._periodic_timer.start()
             self.refresh(force=True)
+        else:
+            self._periodic_timer.stop()
 
     def _on_open_failed(self, error: Exception) -> None:
         from workbench.git.repository import NotARepository
@@ -140,6 +179,15 @@ class GitSession(QObject):
     def busy(self) -> bool:
         return bool(self._running)
 
+    @property
+    def remote_busy(self) -> bool:
+        """True while a push, pull, fetch or sync runs."""
+        return any(name.split(".")[0] in REMOTE_OPERATIONS for name in self._running.values())
+
+    @property
+    def refreshing(self) -> bool:
+        return self._refreshing
+
     def run(self, name: str, function: Callable[..., Any], *args: Any, title: str = "",
             paths: Iterable[str] | None = None, refresh: bool = True,
             on_done: Callable[[Any], None] | None = None, on_error: Callable[[Exception], None] | None = None,
@@ -155,14 +203,18 @@ class GitSession(QObject):
             return operation
         key = f"git.{name}#{next(self._ids)}"  # distinct keys: two stages must not cancel each other
         was_busy = self.busy
-        self._running.add(key)
+        self._running[key] = name
+        if paths is not None:
+            paths = list(paths)
+            if len(paths) > MAX_REFRESH_PATHS:
+                paths = None
         if not was_busy:
             self.sig_busy_changed.emit(True)
 
         def finish() -> None:
-            self._running.discard(key)
+            self._running.pop(key, None)
             if refresh:
-                self.refresh(paths=list(paths) if paths is not None else None, force=True)
+                self.refresh(paths=paths, force=True)
                 self._announce_index_change(paths)
             if not self.busy:
                 self.sig_busy_changed.emit(False)
@@ -209,11 +261,77 @@ class GitSession(QObject):
                                       QMessageBox.StandardButton.No)
         return answer == QMessageBox.StandardButton.Yes
 
+    def choose(self, question: str, choices: list[str]) -> str | None:
+        """Ask which of ``choices`` (button labels) to take; None when cancelled (tests replace
+        this method)."""
+        box = QMessageBox(QMessageBox.Icon.Question, "Git", question, QMessageBox.StandardButton.Cancel,
+                          self.window)
+        buttons = {box.addButton(choice, QMessageBox.ButtonRole.AcceptRole): choice for choice in choices}
+        box.exec()
+        clicked = box.clickedButton()
+        return buttons.get(clicked) if isinstance(clicked, QPushButton) else None
+
+    # --- questions shared by the panel and the commands --------------------------------------
+
+    def confirm_amend(self) -> bool:
+        """True when amending is fine: the last commit is not on the upstream yet, or the user
+        says to amend anyway."""
+        status = self.status
+        if (status is None or status.head is None or not status.upstream or status.upstream_gone
+                or status.ahead > 0):
+            return True
+        return self.confirm(f"This commit is already pushed to {status.upstream}; amending it will make your "
+                            f"branch diverge. Amend anyway?")
+
+    def should_stage_all_first(self) -> bool:
+        """True when a commit would find nothing staged but there are changes to stage."""
+        status, state = self.status, self.state
+        if status is None or status.staged or status.conflicted or (state is not None and state.in_progress):
+            return False
+        return bool(status.unstaged or status.untracked)
+
+    def ask_pull_rebase(self) -> tuple[bool, bool | None]:
+        """(go on, rebase) for pulling the current branch's upstream: a branch that has diverged
+        and no pull.rebase / branch.<name>.rebase setting asks Merge or Rebase; otherwise
+        (True, None), the config decides."""
+        from workbench.git.remotes import pull_mode_configured
+
+        status = self.status
+        if (self.repo is None or status is None or status.branch is None or not status.upstream
+                or not (status.ahead > 0 and status.behind > 0)):
+            return True, None
+        # One `git config --get` (a few ms), on the GUI thread so that the question comes first.
+        if pull_mode_configured(self.repo, status.branch):
+            return True, None
+        answer = self.choose(
+            f"{status.branch} and {status.upstream} have diverged ({status.ahead} commit(s) here, "
+            f"{status.behind} there). Merge them (a merge commit), or rebase your commits on top of "
+            f"{status.upstream}?", ["Merge", "Rebase"])
+        if answer is None:
+            return False, None
+        return True, answer == "Rebase"
+
+    def show_pull_conflicts(self, doing: str = "Pulling") -> None:
+        """After a failed pull: when it stopped on conflicts, say so and open the conflict view."""
+
+        def show(paths: list[str]) -> None:
+            if not paths:
+                return
+            self.window.show_error(
+                f"{doing} stopped on {len(paths)} conflicted file(s): {', '.join(paths[:5])}. "
+                f"Resolve them (Git: Resolve Conflicts…), then commit or continue.")
+            if "git.resolveConflicts" in self.window.commands:
+                self.window.commands.execute("git.resolveConflicts")
+
+        self.query("conflictedPaths", _conflicted_paths, on_done=show)
+
     def _report(self, error: Exception) -> None:
         from workbench.git.errors import GitError
 
         if isinstance(error, GitError):
             message = str(error)
+            if message.startswith(IDENTITY_HINT):
+                message += " Run Git: Set Identity… to set them for this repository."
         else:
             log.error("Git operation failed", exc_info=error)
             message = f"The Git operation failed: {error}"
@@ -231,6 +349,8 @@ class GitSession(QObject):
             self._pending = None
         elif self._pending is not None:
             self._pending.update(str(p) for p in paths)
+            if len(self._pending) > MAX_REFRESH_PATHS:
+                self._pending = None  # cheaper in full than as a huge pathspec
         self._pending_requested = True
         delay = 0
         if paths is None and not force:
@@ -243,6 +363,7 @@ class GitSession(QObject):
             return
         paths, self._pending, self._pending_requested = self._pending, set(), False
         self._refreshing = True
+        self.sig_refreshing_changed.emit(True)
         full = paths is None
         if full:
             self._last_full = time.monotonic()
@@ -250,11 +371,14 @@ class GitSession(QObject):
                               on_done=self._on_status, on_error=self._on_status_failed)
 
     def _on_status(self, result) -> None:
-        status, state = result
+        status, state, signature = result
         self._refreshing = False
         self.status = status
         if state is not None:
             self.state = state
+        if signature is not None:
+            self._git_signature = signature
+        self.sig_refreshing_changed.emit(False)
         self.sig_status_changed.emit(status)
         if self._pending_requested:
             self._refresh_timer.start(0)
@@ -262,6 +386,7 @@ class GitSession(QObject):
     def _on_status_failed(self, error: Exception) -> None:
         self._refreshing = False
         log.warning("Git status failed: %s", error)
+        self.sig_refreshing_changed.emit(False)
         if self._pending_requested:
             self._refresh_timer.start(0)
 
@@ -271,6 +396,36 @@ class GitSession(QObject):
         if watched is self.window and event.type() == QEvent.Type.WindowActivate:
             self.refresh()  # the user may have used git in a terminal
         return False
+
+    def _watch_git(self) -> None:
+        """Watch .git/index, HEAD and the refs folders; git replaces these files (write a lock
+        file, rename it over), which drops them from the watcher, so this runs again after every
+        change."""
+        if self.repo is None:
+            watched = self._watcher.files() + self._watcher.directories()
+            if watched:
+                self._watcher.removePaths(watched)
+            return
+        wanted = [str(path) for path in _watched_git_paths(self.repo.git_dir) if path.exists()]
+        watched = set(self._watcher.files() + self._watcher.directories())
+        missing = [path for path in wanted if path not in watched]
+        if missing:
+            self._watcher.addPaths(missing)
+
+    def _on_git_changed(self, _path: str) -> None:
+        self._watch_timer.start()  # restarted by every event of a burst
+
+    def _on_git_settled(self) -> None:
+        self._watch_git()
+        if self.repo is None or self.busy:
+            return  # an operation's own refresh follows it
+        if self._git_signature is not None and _git_signature(self.repo.git_dir) == self._git_signature:
+            return  # our own status rewrote the index's stat data
+        self.refresh(force=True)
+
+    def _on_periodic(self) -> None:
+        if self.repo is not None and self.window.isActiveWindow() and not self.busy:
+            self.refresh()
 
     def _watch_editors(self) -> None:
         for tab in self.window.editors():
@@ -306,9 +461,40 @@ class GitSession(QObject):
 
 
 def _read_status(cache, paths: list[str] | None, cancel=None):
-    """(status, repository state) in a worker; the state (merge in progress …) only in full."""
+    """(status, repository state, .git signature) in a worker; the state (merge in progress …)
+    and the signature only in full."""
     from workbench.git.repo_state import repository_state
 
     status = cache.refresh(paths, cancel=cancel)
-    state = repository_state(cache.repo) if paths is None else None
-    return status, state
+    if paths is not None:
+        return status, None, None
+    # Read after the status: git status may rewrite the index, and that is not a change.
+    return status, repository_state(cache.repo), _git_signature(cache.repo.git_dir)
+
+
+def _conflicted_paths(repo) -> list[str]:
+    result = repo.run(["diff", "--name-only", "--diff-filter=U", "-z"], check=False)
+    return [path for path in result.text.split("\0") if path] if result.returncode == 0 else []
+
+
+def _watched_git_paths(git_dir: Path) -> list[Path]:
+    refs = git_dir / "refs"
+    paths = [git_dir / "index", git_dir / "HEAD", git_dir, refs, refs / "heads", refs / "tags",
+             refs / "remotes"]
+    remotes = refs / "remotes"
+    if remotes.is_dir():
+        paths += sorted(p for p in remotes.iterdir() if p.is_dir())
+    return paths
+
+
+def _git_signature(git_dir: Path) -> tuple:
+    """The mtimes and sizes of what the watcher watches (and packed-refs)."""
+    signature = []
+    for path in [*_watched_git_paths(git_dir), git_dir / "packed-refs"]:
+        try:
+            stat = path.stat()
+        except OSError:
+            signature.append((str(path), None))
+            continue
+        signature.append((str(path), stat.st_mtime_ns, stat.st_size))
+    return tuple(signature)
