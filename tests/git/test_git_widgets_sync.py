@@ -41,6 +41,9 @@ def test_the_commit_box_is_locked_while_a_push_runs(make_repo, open_window, qtbo
     wait_for(qtbot, lambda: panel.commit_button.isEnabled())
     release = threading.Event()
 
+    # Another operation already running: the push must still lock the box when it starts.
+    other = session.run("stage", lambda repo: release.wait(10), refresh=False)
+    assert session.busy and not session.remote_busy and panel.message.isEnabled()
     operation = session.run("push", lambda repo: release.wait(10), refresh=False)
     assert session.remote_busy
     assert not panel.message.isEnabled() and not panel.commit_button.isEnabled()
@@ -49,6 +52,7 @@ def test_the_commit_box_is_locked_while_a_push_runs(make_repo, open_window, qtbo
     assert window.commands.execute("git.commit", message="During the push") is None
     release.set()
     finish(qtbot, operation)
+    finish(qtbot, other)
     wait_for(qtbot, lambda: panel.message.isEnabled() and panel.amend_box.isEnabled()
              and panel.commit_button.isEnabled())
     wait_for(qtbot, lambda: not panel.busy_label.isVisibleTo(panel))

@@ -39,7 +39,7 @@ class BranchButton(QToolButton):
         if status.branch is None:
             text = f"⎇ {status.head[:8]} (detached)" if status.head else "⎇ HEAD"
         else:
-            text = f"⎇ {self.fontMetrics().elidedText(status.branch, Qt.TextElideMode.ElideMiddle, MAX_BRANCH_TEXT_PX)}"
+            text = f"⎇ {self._elided(status.branch)}"
         if status.upstream and not status.upstream_gone:
             text += f"  {status.behind}↓ {status.ahead}↑"
         elif status.upstream_gone:
@@ -48,6 +48,9 @@ class BranchButton(QToolButton):
         self.setToolTip(f"On {status.branch or 'a detached HEAD'}"
                         + (f", tracking {status.upstream}" if status.upstream else ", not published")
                         + ". Click to switch branch.")
+
+    def _elided(self, name: str) -> str:
+        return self.fontMetrics().elidedText(name, Qt.TextElideMode.ElideMiddle, MAX_BRANCH_TEXT_PX)
 
     def show_branches(self) -> None:
         """Read the branches (off the GUI thread), then show the menu under the button."""
@@ -69,7 +72,7 @@ class BranchButton(QToolButton):
         section = menu.addSection("Branches")
         section.setEnabled(False)
         for branch in local:
-            label = branch.name + (f"   {branch.behind}↓ {branch.ahead}↑" if branch.upstream else "")
+            label = self._elided(branch.name) + (f"   {branch.behind}↓ {branch.ahead}↑" if branch.upstream else "")
             action = menu.addAction(("● " if branch.is_current else "   ") + label,
                                     lambda name=branch.name: self.switch(name))
             action.setEnabled(not branch.is_current)
@@ -79,7 +82,7 @@ class BranchButton(QToolButton):
             for branch in remote:
                 # ``git switch x`` makes a local x tracking origin/x.
                 local_name = branch.name.split("/", 1)[1] if "/" in branch.name else branch.name
-                action = menu.addAction("   " + branch.name, lambda name=local_name: self.switch(name))
+                action = menu.addAction("   " + self._elided(branch.name), lambda name=local_name: self.switch(name))
                 action.setData(branch.name)
         return menu
 

@@ -88,7 +88,7 @@ class SourceControlPanel(QWidget):
 
         session.sig_repository_changed.connect(self._on_repository_changed)
         session.sig_status_changed.connect(self._on_status_changed)
-        session.sig_busy_changed.connect(self._on_busy_changed)
+        session.sig_operations_changed.connect(lambda: self._on_busy_changed(self.session.busy))
         session.sig_refreshing_changed.connect(lambda _refreshing: self._update_busy_label())
         self._on_repository_changed()
 
@@ -336,7 +336,6 @@ class SourceControlPanel(QWidget):
         # Locked while a push, pull, fetch or sync runs: amending the commit being pushed would
         # make the branch diverge.
         locked = self.session.remote_busy
-        self.message.setReadOnly(locked)
         self.message.setEnabled(not locked)
         self.amend_box.setEnabled(not locked)
         self.signoff_box.setEnabled(not locked)

@@ -77,6 +77,9 @@ class GitSession(QObject):
     sig_busy_changed = Signal(bool)
     """True while at least one Git operation (not a status refresh) runs."""
 
+    sig_operations_changed = Signal()
+    """An operation started or finished (``busy``, ``remote_busy`` may have changed)."""
+
     sig_refreshing_changed = Signal(bool)
     """True while the status is being re-read."""
 
@@ -210,6 +213,7 @@ class GitSession(QObject):
                 paths = None
         if not was_busy:
             self.sig_busy_changed.emit(True)
+        self.sig_operations_changed.emit()
 
         def finish() -> None:
             self._running.pop(key, None)
@@ -218,6 +222,7 @@ class GitSession(QObject):
                 self._announce_index_change(paths)
             if not self.busy:
                 self.sig_busy_changed.emit(False)
+            self.sig_operations_changed.emit()
 
         def done(result: Any) -> None:
             operation.result, operation.finished = result, True
@@ -336,7 +341,8 @@ class GitSession(QObject):
             log.error("Git operation failed", exc_info=error)
             message = f"The Git operation failed: {error}"
         self.last_error = message
-        self.window.show_error(message)
+        # git's own words (hook output, the remote's answer) behind "Show Details…".
+        self.window.show_error(message, getattr(error, "details", ""))
 
     # --- status -------------------------------------------------------------------------------
 
@@ -461,12 +467,13 @@ class GitSession(QObject):
 
 
 def _read_status(cache, paths: list[str] | None, cancel=None):
-    """(status, repository state, .git signature) in a worker; the state (merge in progress …)
-    and the signature only in full."""
+    """(status, repository state, .git signature) in a worker; the state and the signature only
+    in full."""
     from workbench.git.repo_state import repository_state
 
     status = cache.refresh(paths, cancel=cancel)
     if paths is not None:
+        # No signature: the index may also hold changes outside ``paths`` (a terminal's).
         return status, None, None
     # Read after the status: git status may rewrite the index, and that is not a change.
     return status, repository_state(cache.repo), _git_signature(cache.repo.git_dir)
