@@ -34,3 +34,6 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     .venv/bin/python -c "import torch, PySide6, workbench" || { echo "The install failed; see above." >&2; exit 1; }
     echo "$want" > "$stamp"
 fi
+# Bytecode for the package, as an installed wheel has it: an editable install otherwise compiles
+# every module at every start when PYTHONDONTWRITEBYTECODE is set. Skips what is up to date.
+.venv/bin/python -m compileall -q -x '/(resources|templates)/' workbench >/dev/null

@@ -1,3 +1,3 @@
-from workbench.cli import main
+from workbench.launch import main
 
 main()

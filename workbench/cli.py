@@ -18,6 +18,7 @@ import click
 from workbench import __version__
 from workbench.ipc import messages
 from workbench.ipc.client import HubClient
+from workbench.app.open_project import OpenError, check_project, project_root_for, start_project_window
 from workbench.ipc.errors import IpcError, RpcError
 
 # Capabilities, even workbench.project, are imported inside the commands that use them: every
@@ -169,20 +170,6 @@ def cli(ctx: click.Context, foreground: bool) -> None:
     _wait_for_hub(launcher.spawn_hub(show_welcome=True)).close()
 
 
-def _project_root_for(path: Path) -> tuple[Path, Path | None]:
-    """The project folder to open for ``path``, and the file to show if ``path`` is a file."""
-    if not path.exists():
-        if path.parent.is_dir():
-            raise CliError(f"{path} does not exist. Check the file name (or create the file first).")
-        raise CliError(f"{path} does not exist. Check the path, or create a project with `workbench new`.")
-    if path.is_dir():
-        return path, None
-    for folder in path.parents:
-        if (folder / "workbench.toml").is_file():
-            return folder, path
-    return path.parent, path
-
-
 @cli.command("open")
 @click.argument("path", type=click.Path(path_type=Path))
 @click.option("--line", type=click.IntRange(min=1), help="Line to show when PATH is a file (1 is the first).")
@@ -196,18 +183,9 @@ def open_command(path: Path, line: int | None, as_json: bool) -> None:
     hub = _connect_hub(replace_foreign=True)
     if hub is None:
         _require_display()
-        from workbench.app import launcher
-
-        # No hub: start the window first and a hub beside it, and check the project while they
-        # start. The window registers with the hub as soon as the hub listens; on a bad
-        # project the window stops by itself and this command says why.
-        window_id = launcher.new_window_id()
-        process = launcher.spawn_window(window_id, root, file, line)
-        _check_project(root)
-        launcher.spawn_hub(show_welcome=False)
-        result = {"window_id": window_id, "pid": process.pid, "already_open": False}
+        result = start_project_window(root, file, line)
     else:
-        _check_project(root)
+        check_project(root)
         with hub:
             result = hub.call(messages.HUB_OPEN_PROJECT,
                               {"path": str(root), "file": str(file) if file else None, "line": line})
@@ -215,10 +193,12 @@ def open_command(path: Path, line: int | None, as_json: bool) -> None:
     _emit(result, as_json, f"{verb} {root} (pid {result['pid']})")
 
 
-def _check_project(root: Path) -> None:
-    from workbench.project import load_project
-
-    load_project(root)
+def _project_root_for(path: Path) -> tuple[Path, Path | None]:
+    """project_root_for, with its error as the CLI's one-line error."""
+    try:
+        return project_root_for(path)
+    except OpenError as exc:
+        raise CliError(str(exc)) from None
 
 
 @cli.command("new")
@@ -279,7 +259,7 @@ def screenshot_command(path: Path | None, output: Path, size: str) -> None:
         raise CliError(f"--size must look like 1200x780, not {size!r}.") from None
     if path is not None:
         root, file = _project_root_for(path.expanduser().resolve())
-        _check_project(root)
+        check_project(root)
     else:
         root, file = None, None
     render_window(output, root, file, (width, height))

@@ -52,9 +52,13 @@ def spawn_window(
     project: Path | None = None,
     file: Path | None = None,
     line: int | None = None,
+    start_hub: bool = False,
 ) -> subprocess.Popen:
-    """Start a window process: for ``project``, or a spare (no project) waiting for one."""
+    """Start a window process: for ``project``, or a spare (no project) waiting for one. With
+    ``start_hub`` the window starts a hub itself if it finds none once it has painted."""
     args = ["--window-id", window_id]
+    if start_hub:
+        args.append("--start-hub")
     if project is not None:
         args += ["--project", str(project)]
     if file is not None:

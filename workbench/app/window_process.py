@@ -44,9 +44,10 @@ class ProjectAlreadyOpen(Exception):
 class WindowHost(QObject):
     """Keeps this process registered with whichever hub is running and answers its requests."""
 
-    def __init__(self, window_id: str):
+    def __init__(self, window_id: str, start_hub: bool = False):
         super().__init__()
         self.window_id = window_id
+        self._start_hub = start_hub
         self.started_at = time.time()
         self.window: ProjectWindow | None = None
         self._project_lock: ExclusiveLock | None = None
@@ -131,6 +132,12 @@ class WindowHost(QObject):
         if self._link is not None and self._link.socket is socket:
             return  # errors of a live link are handled by its disconnect
         socket.deleteLater()
+        if self._start_hub:
+            self._start_hub = False
+            from workbench.app.launcher import spawn_hub
+
+            # The hub lock settles a race with another window or `workbench` call doing the same.
+            spawn_hub(show_welcome=False)
         delay = RECONNECT_DELAYS_MS[min(self._attempt, len(RECONNECT_DELAYS_MS) - 1)]
         self._attempt += 1
         self._retry.start(delay)
@@ -263,12 +270,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--project", type=Path)
     parser.add_argument("--file", type=Path)
     parser.add_argument("--line", type=int)
+    parser.add_argument("--start-hub", action="store_true", help="start a hub if none runs")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
 
     app = QApplication(sys.argv[:1])
     app.setApplicationName("Workbench")
-    host = WindowHost(args.window_id)
+    host = WindowHost(args.window_id, start_hub=args.start_hub)
     if args.project is not None:
         try:
             host.open_project(args.project, args.file, args.line)
