@@ -53,3 +53,29 @@ def test_fetch_shows_commits_to_pull_and_pull_brings_them(make_repo, tmp_path, o
     finish(qtbot, window.commands.execute("git.pull"))
     wait_for(qtbot, lambda: session.status.behind == 0)
     assert (root / "b.py").read_text() == "b\n"
+
+
+def test_an_unknown_ssh_host_is_trusted_from_the_window_and_the_push_then_works(
+        make_repo, tmp_path, open_window, qtbot):
+    from tests.git.test_git_widgets_support import fail
+    from tests.services.sshd import start_sshd, stop_sshd_process
+
+    server = start_sshd(tmp_path / "sshd")
+    try:
+        root = make_repo(files={"train.py": "epochs = 1\n"})
+        remote = tmp_path / "remote.git"
+        git(tmp_path, "init", "-q", "--bare", "--initial-branch=main", str(remote))
+        known_hosts = tmp_path / "known_hosts"
+        strict = (f"ssh -F /dev/null -i {server.client_key} -o IdentitiesOnly=yes -o BatchMode=yes "
+                  f"-o StrictHostKeyChecking=yes -o UserKnownHostsFile={known_hosts}")
+        git(root, "config", "core.sshCommand", strict)
+        window = open_window(root)
+        finish(qtbot, window.commands.execute("git.addRemote", name="origin", url=server.url(remote)))
+        message = fail(qtbot, window.commands.execute("git.push", remote="origin"))
+        assert "Trust Remote Host Key" in message
+
+        window.commands.execute("git.trustHostKey", remote="origin", confirmed=True, known_hosts=known_hosts)
+        wait_for(qtbot, lambda: known_hosts.exists() and "Trusted" in window.statusBar().currentMessage())
+        assert finish(qtbot, window.commands.execute("git.push", remote="origin")).upstream_set
+    finally:
+        stop_sshd_process(server.process)

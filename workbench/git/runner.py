@@ -160,8 +160,8 @@ _FAILURES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"Permission denied \(publickey|Authentication failed|could not read Username", re.I),
      "Authentication failed. Check that your SSH key (or credentials) is accepted by the remote."),
     (re.compile(r"Host key verification failed", re.I),
-     "The remote's SSH host key is not known on this machine yet. Connect to it once with ssh to "
-     "check and accept its key (it goes to ~/.ssh/known_hosts), then try again."),
+     "The remote's SSH host key is not known on this machine yet. Run Git: Trust Remote Host Key… "
+     "to check its fingerprint and accept it, then try again."),
     (re.compile(r"does not appear to be a git repository", re.I),
      "The remote's address does not lead to a Git repository. Check the remote's URL."),
     (re.compile(r"Could not resolve hostname|Connection refused|Network is unreachable|No route to host|"

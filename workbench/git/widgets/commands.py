@@ -29,6 +29,8 @@ class GitCommands:
         self.branch_button = branch_button
         self.flow_push = None
         """The push a finished release or hotfix started (an ``Operation``), for scripts and tests."""
+        self.last_trusted = None
+        """The SSH host key the user last accepted (a ``HostKey``)."""
 
     # --- registration -------------------------------------------------------------------------
 
@@ -55,6 +57,7 @@ class GitCommands:
             ("git.mergeBranch", "Merge Branch…", self.merge_branch, {}),
             ("git.createTag", "Create Tag…", self.create_tag, {}),
             ("git.addRemote", "Add Remote…", self.add_remote, {}),
+            ("git.trustHostKey", "Trust Remote Host Key…", self.trust_host_key, {}),
             ("git.removeRemote", "Remove Remote…", self.remove_remote, {}),
             ("git.pushTo", "Push To…", self.push_to, {}),
             ("git.pushTags", "Push Tags", self.push_tags, {}),
@@ -266,6 +269,36 @@ class GitCommands:
             if url is None:
                 return None
         return self.session.run("addRemote", add_remote, name, url, title=f"Adding remote {name}")
+
+    def trust_host_key(self, remote: str | None = None, confirmed: bool | None = None, known_hosts=None):
+        """Fetch the SSH host key of ``remote`` (default origin), show its fingerprint, and add it
+        to ~/.ssh/known_hosts once the user accepts it: what ssh asks at a terminal."""
+        from workbench.git.errors import GitError
+        from workbench.git.remotes import list_remotes
+        from workbench.git.ssh_hosts import scan_host_key, ssh_host_of, trust_host_key
+
+        def scan(repo):
+            remotes = {r.name: r for r in list_remotes(repo)}
+            chosen = remotes.get(remote or "origin") or (next(iter(remotes.values())) if remotes else None)
+            if chosen is None:
+                raise GitError("This repository has no remote. Add one first (Git: Add Remote…).")
+            where = ssh_host_of(chosen.push_url or chosen.fetch_url)
+            if where is None:
+                raise GitError(f"Remote {chosen.name} ({chosen.fetch_url}) does not use SSH; it has no host key.")
+            return chosen.name, scan_host_key(*where)
+
+        def ask(found) -> None:
+            name, key = found
+            accepted = confirmed if confirmed is not None else self.session.confirm(
+                f"The host of remote {name} is {key.host}:{key.port}. Its {key.key_type} key fingerprint is\n"
+                f"{key.fingerprint}\nCompare it with the fingerprint the server's owner gives you. Trust this host?")
+            if accepted:
+                path = trust_host_key(key, known_hosts)
+                self.window.statusBar().showMessage(f"Trusted {key.host}:{key.port} (added to {path})", 8000)
+                self.last_trusted = key
+
+        self.session.query("hostKey", scan, on_done=ask)
+        return None
 
     # --- stash --------------------------------------------------------------------------------
 
