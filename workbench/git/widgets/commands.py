@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from workbench.git.widgets import dialogs
-from workbench.git.widgets.scm_panel import stage_all_and_commit
 from workbench.git.widgets.session import GitSession
 
 FLOW_KINDS = ("feature", "bugfix", "release", "hotfix", "support")
@@ -100,24 +99,15 @@ class GitCommands:
 
     def commit(self, message: str | None = None, amend: bool = False, sign_off: bool | None = None):
         """Commit what is staged; without ``message``, the panel's message box (or a dialog)."""
-        from workbench.git.commits import commit
-
         if message is None:
             if self.panel.message.toPlainText().strip():
                 return self._commit_from_panel(amend, sign_off)
             message = dialogs.ask_multiline(self._parent(), "Commit", "Commit message:")
             if message is None:
                 return None
-        if self.session.remote_busy:
-            self.window.show_error("A push, pull or fetch is running; commit when it is over.")
+        function = self.session.commit_function(amend)
+        if function is None:
             return None
-        if amend and not self.session.confirm_amend():
-            return None
-        function = commit
-        if not amend and self.session.should_stage_all_first():
-            if not self.session.confirm("There are no staged changes. Stage all changes and commit?"):
-                return None
-            function = stage_all_and_commit
         sign_off = self.panel.signoff_box.isChecked() if sign_off is None else sign_off
         return self.session.run("commit", function, message, amend=amend, sign_off=sign_off, title="Committing")
 
@@ -130,15 +120,13 @@ class GitCommands:
 
     def commit_amend(self, message: str | None = None, sign_off: bool | None = None):
         """Replace the last commit; without ``message``, asks with the last message filled in."""
-        from workbench.git.commits import commit, last_commit_message
+        from workbench.git.commits import last_commit_message
 
         if message is not None:
-            if self.session.remote_busy:
-                self.window.show_error("A push, pull or fetch is running; amend when it is over.")
+            function = self.session.commit_function(amend=True)
+            if function is None:
                 return None
-            if not self.session.confirm_amend():
-                return None
-            return self.session.run("commit", commit, message, amend=True,
+            return self.session.run("commit", function, message, amend=True,
                                     sign_off=bool(sign_off), title="Amending the last commit")
 
         def ask(last: str) -> None:

@@ -536,20 +536,11 @@ class SourceControlPanel(QWidget):
     def commit(self):
         """Commit the staged changes with the message in the box (amend/sign-off as ticked).
         With nothing staged but changes in the tree, offers to stage them all first."""
-        from workbench.git.commits import commit
-
         message = self.message.toPlainText()
         amend = self.amend_box.isChecked()
-        if self.session.remote_busy:
-            self.window.show_error("A push, pull or fetch is running; commit when it is over.")
+        function = self.session.commit_function(amend)
+        if function is None:
             return None
-        if amend and not self.session.confirm_amend():
-            return None
-        function = commit
-        if not amend and self.session.should_stage_all_first():
-            if not self.session.confirm("There are no staged changes. Stage all changes and commit?"):
-                return None
-            function = stage_all_and_commit
 
         def done(_info) -> None:
             if self.message.toPlainText() == message:
@@ -632,11 +623,3 @@ def sync(repo, has_upstream: bool, rebase: bool | None = None, progress=None, ca
         pull(repo, rebase=rebase, progress=progress, cancel=cancel)
     return push(repo, progress=progress, cancel=cancel)
 
-
-def stage_all_and_commit(repo, message: str, amend: bool = False, sign_off: bool = False):
-    """Stage every change (``git add -A``), then commit it."""
-    from workbench.git.commits import commit
-    from workbench.git.staging import stage_paths
-
-    stage_paths(repo, ["."])
-    return commit(repo, message, amend=amend, sign_off=sign_off)

@@ -288,6 +288,22 @@ class GitSession(QObject):
         return self.confirm(f"This commit is already pushed to {status.upstream}; amending it will make your "
                             f"branch diverge. Amend anyway?")
 
+    def commit_function(self, amend: bool):
+        """The function a commit should run, after the checks both the commit box and the
+        Git: Commit command make; None when the user is told no, or says no."""
+        from workbench.git.commits import commit
+
+        if self.remote_busy:
+            self.window.show_error("A push, pull or fetch is running; commit when it is over.")
+            return None
+        if amend and not self.confirm_amend():
+            return None
+        if not amend and self.should_stage_all_first():
+            if not self.confirm("There are no staged changes. Stage all changes and commit?"):
+                return None
+            return stage_all_and_commit
+        return commit
+
     def should_stage_all_first(self) -> bool:
         """True when a commit would find nothing staged but there are changes to stage."""
         status, state = self.status, self.state
@@ -505,3 +521,12 @@ def _git_signature(git_dir: Path) -> tuple:
             continue
         signature.append((str(path), stat.st_mtime_ns, stat.st_size))
     return tuple(signature)
+
+
+def stage_all_and_commit(repo, message: str, amend: bool = False, sign_off: bool = False):
+    """Stage every change (``git add -A``), then commit it."""
+    from workbench.git.commits import commit
+    from workbench.git.staging import stage_paths
+
+    stage_paths(repo, ["."])
+    return commit(repo, message, amend=amend, sign_off=sign_off)
