@@ -76,3 +76,13 @@ def test_branch_commands_create_switch_and_delete_with_arguments(make_repo, open
     assert git(root, "branch", "--format=%(refname:short)").split() == ["main"]
     assert git(root, "tag").split() == ["v0.1"]
     wait_for(qtbot, lambda: session.status.branch == "main")
+
+
+def test_the_current_branch_is_renamed_from_the_palette(make_repo, open_window, qtbot):
+    root = make_repo(files={"a.py": "a\n"})
+    window = open_window(root)
+    session = session_of(window)
+    wait_for(qtbot, lambda: session.status is not None and session.status.branch == "main")
+    finish(qtbot, window.commands.execute("git.renameBranch", new="trunk"))
+    wait_for(qtbot, lambda: session.status.branch == "trunk")
+    assert git(root, "branch", "--show-current").strip() == "trunk"

@@ -52,6 +52,7 @@ class GitCommands:
             ("git.stashPopLatest", "Pop Latest Stash", self.pop_latest_stash, {}),
             ("git.createBranch", "Create Branch…", self.create_branch, {}),
             ("git.switchBranch", "Switch Branch…", self.switch_branch, {}),
+            ("git.renameBranch", "Rename Branch…", self.rename_branch, {}),
             ("git.deleteBranch", "Delete Branch…", self.delete_branch, {}),
             ("git.mergeBranch", "Merge Branch…", self.merge_branch, {}),
             ("git.createTag", "Create Tag…", self.create_tag, {}),
@@ -327,6 +328,21 @@ class GitCommands:
 
         self.session.query("branches", list_branches, on_done=ask)
         return None
+
+    def rename_branch(self, old: str | None = None, new: str | None = None):
+        """Rename ``old`` (default: the current branch) to ``new``; its upstream setting follows."""
+        from workbench.git.branches import rename_branch
+
+        status = self.session.status
+        old = old or (status.branch if status is not None else None)
+        if old is None:
+            self.window.show_error("HEAD is detached: there is no branch to rename. Create a branch instead.")
+            return None
+        if new is None:
+            new = dialogs.ask_text(self._parent(), "Rename Branch", f"New name for {old}:", old)
+            if new is None or new == old:
+                return None
+        return self.session.run("renameBranch", rename_branch, old, new, title=f"Renaming {old} to {new}")
 
     def delete_branch(self, name: str | None = None, force: bool = False):
         from workbench.git.branches import delete_branch, list_branches
