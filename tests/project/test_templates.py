@@ -79,9 +79,15 @@ def test_unknown_template_message_lists_the_known_ones(tmp_path):
     assert not (tmp_path / "x").exists()
 
 
-def test_missing_parent_folder_is_a_clear_error(tmp_path):
-    with pytest.raises(ProjectError, match="does not exist"):
-        create_from_template("empty", tmp_path / "no" / "such" / "place")
+def test_missing_parent_folders_are_made_as_mkdir_p_would(tmp_path):
+    project = create_from_template("empty", tmp_path / "no" / "such" / "place")
+    assert project.root == tmp_path / "no" / "such" / "place" and project.project_file.is_file()
+
+
+def test_a_file_on_the_way_to_the_project_is_a_clear_error(tmp_path):
+    (tmp_path / "blocker").write_text("x")
+    with pytest.raises(ProjectError, match="is a file, not a folder"):
+        create_from_template("empty", tmp_path / "blocker" / "sub" / "place")
 
 
 def test_a_failure_half_way_leaves_no_half_made_project(tmp_path, monkeypatch):

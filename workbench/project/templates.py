@@ -110,11 +110,14 @@ def _check_destination(dest: Path) -> None:
         raise ProjectError(f"The folder {dest} is not empty. Choose a new or empty folder; "
                            "nothing in it was changed.")
     parent = dest.parent
-    if not parent.is_dir():
-        raise ProjectError(f"The folder {parent} does not exist. Create it first, or choose "
-                           "another place for the project.")
-    if not is_writable(parent):
-        raise ProjectError(f"Cannot write in {parent}. Choose a folder you can write to.")
+    # Missing folders on the way are made, as `mkdir -p` would; the nearest one that exists must
+    # be a folder we can write in.
+    existing = next(folder for folder in (parent, *parent.parents) if folder.exists())
+    if not existing.is_dir():
+        raise ProjectError(f"{existing} is a file, not a folder. Choose another place for the project.")
+    if not is_writable(existing):
+        raise ProjectError(f"Cannot write in {existing}. Choose a folder you can write to.")
+    parent.mkdir(parents=True, exist_ok=True)
 
 
 def _write_project_name(project_file: Path, name: str) -> None:
