@@ -211,3 +211,15 @@ def test_open_without_a_hub_starts_one_and_the_window(workbench, two_projects):
     entry = workbench.wait_for_project(first)
     editor = workbench.command(entry["window_id"], "editor.describe")
     assert editor["path"] == str(first / "model.py") and editor["line"] == 3
+
+
+def test_closing_a_window_is_not_a_crash_and_its_process_ends(workbench, two_projects):
+    first, second = two_projects
+    workbench.run("open", str(first))
+    workbench.run("open", str(second))
+    a = workbench.wait_for_project(first)
+    workbench.wait_for_project(second)
+    workbench.command(a["window_id"], "file.closeWindow")
+    wait_until(lambda: not is_alive(a["pid"]), 10, what="the closed window's process to end")
+    wait_until(lambda: [w["project"] for w in workbench.windows()] == [str(second.resolve())], 10,
+               what="the registry to forget the closed window")
