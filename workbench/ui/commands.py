@@ -7,6 +7,7 @@ window exactly as a person does. Qt-free: the window binds commands to QActions.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -92,11 +93,11 @@ class CommandRegistry:
         if not command.is_enabled():
             raise CommandError(f"{command.label} is not available right now.")
         try:
-            return command.run(**args)
+            # Checked before the call, so a TypeError from inside the command stays a bug report.
+            inspect.signature(command.run).bind(**args)
         except TypeError as exc:
-            if "argument" in str(exc):
-                raise CommandError(f"{command.label}: {exc}") from exc
-            raise
+            raise CommandError(f"{command.label}: {exc}") from None
+        return command.run(**args)
 
 
 def fuzzy_score(query: str, text: str) -> int | None:
