@@ -49,3 +49,19 @@ def test_a_query_that_starts_a_word_ranks_above_the_same_letters_inside_a_word()
     assert fuzzy_score("tag", "Git: Create Tag…") > fuzzy_score("tag", "Git: Stage All Changes")
     assert fuzzy_score("save", "File: Save") > fuzzy_score("save", "View: Unsaved Changes")
     assert fuzzy_score("gtl", "Go to Line…") is not None  # scattered letters still match
+
+
+def test_a_qt_method_can_be_a_command():
+    from PySide6.QtCore import QObject
+
+    holder = QObject()
+    registry = CommandRegistry()
+    registry.add("object.name", "Name", holder.objectName)
+    assert registry.execute("object.name") == ""
+
+
+def test_a_type_error_inside_a_command_is_not_called_misuse():
+    registry = CommandRegistry()
+    registry.add("broken", "Broken", lambda: len(5))
+    with pytest.raises(TypeError):
+        registry.execute("broken")

@@ -94,9 +94,14 @@ class CommandRegistry:
             raise CommandError(f"{command.label} is not available right now.")
         try:
             # Checked before the call, so a TypeError from inside the command stays a bug report.
-            inspect.signature(command.run).bind(**args)
-        except TypeError as exc:
-            raise CommandError(f"{command.label}: {exc}") from None
+            signature = inspect.signature(command.run)
+        except ValueError:
+            signature = None  # a Qt method: no Python signature to check against
+        if signature is not None:
+            try:
+                signature.bind(**args)
+            except TypeError as exc:
+                raise CommandError(f"{command.label}: {exc}") from None
         return command.run(**args)
 
 
