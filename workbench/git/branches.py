@@ -108,7 +108,7 @@ def create_branch(repo: Repository, name: str, start_point: str | None = None, s
         args.append(start_point)
     result = repo.run(args, check=False)
     if result.returncode != 0:
-        output = _output(result)
+        output = result.output
         if "already exists" in output:
             raise GitError(f"A branch named {name} already exists. Choose another name, or switch to it.",
                            details=output)
@@ -148,7 +148,7 @@ def merge_branch(repo: Repository, name: str, no_ff: bool = False, message: str 
     if message:
         args += ["-m", message]
     result = repo.run([*args, name], check=False)
-    output = _output(result)
+    output = result.output
     if result.returncode == 0:
         return MergeResult(name, fast_forward="Fast-forward" in output, up_to_date="Already up to date" in output)
     from workbench.git.conflicts import conflicted_files  # only when a merge stopped
@@ -167,7 +167,7 @@ def rename_branch(repo: Repository, old: str, new: str) -> Branch:
     args = ["branch", "-m", old, new]
     result = repo.run(args, check=False)
     if result.returncode != 0:
-        output = _output(result)
+        output = result.output
         if "already exists" in output:
             raise GitError(f"A branch named {new} already exists. Choose another name.", details=output)
         if "No branch named" in output:
@@ -182,7 +182,7 @@ def delete_branch(repo: Repository, name: str, force: bool = False) -> None:
     args = ["branch", "-D" if force else "-d", name]
     result = repo.run(args, check=False)
     if result.returncode != 0:
-        output = _output(result)
+        output = result.output
         if "not fully merged" in output:
             raise GitError(f"Branch {name} has commits that are not merged anywhere else. Merge it first, "
                            f"or delete it with force to throw those commits away.", details=output)
@@ -224,7 +224,7 @@ def create_tag(repo: Repository, name: str, target: str = "HEAD", message: str |
     args += [name, target]
     result = repo.run(args, check=False)
     if result.returncode != 0:
-        output = _output(result)
+        output = result.output
         if "already exists" in output:
             raise GitError(f"A tag named {name} already exists. Choose another name, or delete the old tag first.",
                            details=output)
@@ -239,7 +239,7 @@ def delete_tag(repo: Repository, name: str) -> None:
     args = ["tag", "--delete", name]
     result = repo.run(args, check=False)
     if result.returncode != 0:
-        output = _output(result)
+        output = result.output
         if "not found" in output:
             raise GitError(f"There is no tag called {name}.", details=output)
         raise GitError(describe_failure(args, output), details=output)
@@ -254,9 +254,6 @@ def _check_branch_name(repo: Repository, name: str) -> None:
         raise GitError(f"'{name}' is not a valid branch name. Use letters, digits, '.', '-', '_' or '/' "
                        f"(no spaces, no '..', not starting with '-').")
 
-
-def _output(result: GitResult) -> str:
-    return (result.text + result.stderr).strip()
 
 
 def _listed_files(output: str, heading: str) -> list[str]:
@@ -273,7 +270,7 @@ def _listed_files(output: str, heading: str) -> list[str]:
 
 
 def _raise_switch_failure(name: str, args: list[str], result: GitResult) -> None:
-    output = _output(result)
+    output = result.output
     changed = _listed_files(output, "Your local changes to the following files would be overwritten")
     untracked = _listed_files(output, "untracked working tree files would be")
     if changed or untracked:

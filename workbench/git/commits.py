@@ -85,7 +85,7 @@ def _failed_hook(trace: Path) -> tuple[str, int] | None:
 
 def _raise_commit_failure(args: list[str], result: GitResult, failed_hook: tuple[str, int] | None) -> None:
     # "nothing to commit" and friends go to stdout, so both streams are read.
-    output = (result.text + result.stderr).strip()
+    output = result.output
     if failed_hook is not None:
         name, code = failed_hook
         raise GitError(f"The {name} hook refused the commit (exit code {code}). "

@@ -69,7 +69,7 @@ def add_remote(repo: Repository, name: str, url: str) -> Remote:
     args = ["remote", "add", name, url]
     result = repo.run(args, check=False)
     if result.returncode != 0:
-        output = _output(result)
+        output = result.output
         if "already exists" in output:
             raise GitError(f"A remote named {name} already exists. Choose another name, or change its URL.",
                            details=output)
@@ -85,7 +85,7 @@ def remove_remote(repo: Repository, name: str) -> None:
     args = ["remote", "remove", name]
     result = repo.run(args, check=False)
     if result.returncode != 0:
-        output = _output(result)
+        output = result.output
         if "No such remote" in output:
             raise GitError(f"There is no remote called {name}.", details=output)
         raise GitError(describe_failure(args, output), details=output)
@@ -196,13 +196,10 @@ def _run(repo: Repository, args: list[str], **options) -> GitResult:
     result = repo.run(args, check=False, **options)
     if result.returncode != 0:
         # Merge conflicts are reported on stdout, so both streams are read.
-        output = _output(result)
+        output = result.output
         raise GitError(describe_failure(args, output), details=output)
     return result
 
-
-def _output(result: GitResult) -> str:
-    return (result.text + result.stderr).strip()
 
 
 def _config(repo: Repository, key: str) -> str | None:

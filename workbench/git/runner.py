@@ -31,6 +31,11 @@ class GitResult:
     def text(self) -> str:
         return self.stdout.decode("utf-8", errors="replace")
 
+    @property
+    def output(self) -> str:
+        """stdout and stderr together: git says some refusals on one, some on the other."""
+        return (self.text + self.stderr).strip()
+
 
 def git_executable() -> str:
     found = shutil.which("git")

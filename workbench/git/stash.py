@@ -51,7 +51,7 @@ def push_stash(repo: Repository, message: str | None = None, include_untracked: 
         args.append("--keep-index")
     before = _top_sha(repo)
     result = repo.run(args, check=False)
-    output = _output(result)
+    output = result.output
     if result.returncode != 0:
         if "do not have the initial commit" in output:
             raise GitError("This repository has no commits yet, so there is nothing to stash against. "
@@ -116,7 +116,7 @@ def _apply(repo: Repository, command: str, index: int, restore_index: bool) -> N
     result = repo.run(args, check=False)
     if result.returncode == 0:
         return
-    output = _output(result)
+    output = result.output
     _raise_if_no_entry(output, index)
     conflicted = re.findall(r"^CONFLICT \([^)]*\): .*? in (.+)$", output, re.M)
     kept = "The stash entry is kept: " if command == "pop" else ""
@@ -137,7 +137,7 @@ def _apply(repo: Repository, command: str, index: int, restore_index: bool) -> N
 def _run(repo: Repository, args: list[str], index: int) -> GitResult:
     result = repo.run(args, check=False)
     if result.returncode != 0:
-        output = _output(result)
+        output = result.output
         _raise_if_no_entry(output, index)
         raise GitError(describe_failure(args, output), details=output)
     return result
@@ -157,7 +157,3 @@ def _ref(index: int) -> str:
 def _top_sha(repo: Repository) -> str | None:
     result = repo.run(["rev-parse", "-q", "--verify", "refs/stash"], check=False)
     return result.text.strip() if result.returncode == 0 else None
-
-
-def _output(result: GitResult) -> str:
-    return (result.text + result.stderr).strip()

@@ -29,6 +29,7 @@ from workbench.editor.line_edits import (
     toggle_comment,
 )
 from workbench.editor.widgets import theme
+from workbench.editor.widgets.find_marks import find_match_selections
 from workbench.editor.widgets.line_number_panel import LineNumberPanel
 
 
@@ -201,15 +202,7 @@ class CodeEditor(QPlainTextEdit):
 
     def set_find_highlights(self, spans: list[tuple[int, int]]) -> None:
         """Mark find matches given as (start, end) document positions."""
-        selections = []
-        for start, end in spans:
-            selection = QTextEdit.ExtraSelection()
-            selection.format.setBackground(QColor(theme.FIND_MATCH))
-            cursor = QTextCursor(self.document())
-            cursor.setPosition(start)
-            cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
-            selection.cursor = cursor
-            selections.append(selection)
+        selections = find_match_selections(self.document(), spans)
         self._find_highlights = selections
         self._refresh_highlights()
 

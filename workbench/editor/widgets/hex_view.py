@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QColor, QKeyEvent, QTextCursor
-from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QWidget
+from PySide6.QtGui import QKeyEvent, QTextCursor
+from PySide6.QtWidgets import QPlainTextEdit, QWidget
 
 from workbench.editor.go_to_line import clamp_line
 from workbench.editor.hex_dump import hex_dump
 from workbench.editor.widgets import theme
+from workbench.editor.widgets.find_marks import find_match_selections
 
 
 class HexView(QPlainTextEdit):
@@ -53,16 +54,7 @@ class HexView(QPlainTextEdit):
 
     def set_find_highlights(self, spans: list[tuple[int, int]]) -> None:
         """Mark find matches given as (start, end) document positions."""
-        selections = []
-        for start, end in spans:
-            selection = QTextEdit.ExtraSelection()
-            selection.format.setBackground(QColor(theme.FIND_MATCH))
-            cursor = QTextCursor(self.document())
-            cursor.setPosition(start)
-            cursor.setPosition(end, QTextCursor.MoveMode.KeepAnchor)
-            selection.cursor = cursor
-            selections.append(selection)
-        self.setExtraSelections(selections)
+        self.setExtraSelections(find_match_selections(self.document(), spans))
 
     def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802 (Qt override)
         modifiers = event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
