@@ -50,6 +50,7 @@ def status_command(path: Path, as_json: bool) -> None:
 
     status = read_status(_open(path))
     data = {**asdict(status), "is_clean": status.is_clean, "is_detached": status.is_detached}
+    del data["pull_mode_configured"]  # not read here: only the window asks it
     _emit(data, as_json, _status_text(status))
 
 

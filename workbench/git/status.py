@@ -76,7 +76,9 @@ class RepoStatus:
 
     ``branch`` is None on a detached HEAD; ``head`` is None before the first commit; ``ahead``
     and ``behind`` count commits against ``upstream`` (0 without one); ``upstream_gone`` is true
-    when the upstream branch was deleted on the remote.
+    when the upstream branch was deleted on the remote. ``pull_mode_configured`` is filled by
+    whoever also reads the pull settings (the Source Control session): whether pulling a diverged
+    branch has a configured merge-or-rebase answer.
     """
 
     branch: str | None
@@ -89,6 +91,7 @@ class RepoStatus:
     unstaged: list[FileChange] = field(default_factory=list)
     untracked: list[FileChange] = field(default_factory=list)
     conflicted: list[FileChange] = field(default_factory=list)
+    pull_mode_configured: bool = False
 
     @property
     def is_detached(self) -> bool:

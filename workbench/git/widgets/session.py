@@ -315,14 +315,11 @@ class GitSession(QObject):
         """(go on, rebase) for pulling the current branch's upstream: a branch that has diverged
         and no pull.rebase / branch.<name>.rebase setting asks Merge or Rebase; otherwise
         (True, None), the config decides."""
-        from workbench.git.remotes import pull_mode_configured
-
         status = self.status
         if (self.repo is None or status is None or status.branch is None or not status.upstream
                 or not (status.ahead > 0 and status.behind > 0)):
             return True, None
-        # One `git config --get` (a few ms), on the GUI thread so that the question comes first.
-        if pull_mode_configured(self.repo, status.branch):
+        if status.pull_mode_configured:  # read with the status, off the GUI thread
             return True, None
         answer = self.choose(
             f"{status.branch} and {status.upstream} have diverged ({status.ahead} commit(s) here, "
@@ -485,9 +482,14 @@ class GitSession(QObject):
 def _read_status(cache, paths: list[str] | None, cancel=None):
     """(status, repository state, .git signature) in a worker; the state and the signature only
     in full."""
+    from workbench.git.remotes import pull_mode_configured
     from workbench.git.repo_state import repository_state
 
     status = cache.refresh(paths, cancel=cancel)
+    # Whether a pull of a diverged branch must ask Merge or Rebase, read here so that the
+    # question needs no git call on the GUI thread.
+    status.pull_mode_configured = bool(status.branch and status.ahead and status.behind
+                                       and pull_mode_configured(cache.repo, status.branch))
     if paths is not None:
         # No signature: the index may also hold changes outside ``paths`` (a terminal's).
         return status, None, None
