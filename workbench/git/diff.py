@@ -171,6 +171,11 @@ def diff_commits(repo: Repository, a: str, b: str, path: str | Path | None = Non
     return diffs
 
 
+def empty_tree(repo: Repository) -> str:
+    """The id of the empty tree in this repository's hash (what a root commit is compared with)."""
+    return repo.run(["hash-object", "-t", "tree", "--stdin"], input=b"").text.strip()
+
+
 def blob_sizes(repo: Repository, objects: list[str]) -> list[int | None]:
     """The size in bytes of each object name (``:path``, ``HEAD:path``, an id); None for a
     missing object or one that is not a blob (a submodule commit)."""

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMessageBox, QSizePolicy, QS
 
 from workbench.editor.highlighting import LineLexer, lexer_for_path
 from workbench.git import staging
-from workbench.git.diff import COMMITS, INDEX_VS_HEAD, WORKTREE_VS_INDEX, FileDiff, diff_commits, diff_file
+from workbench.git.diff import COMMITS, INDEX_VS_HEAD, WORKTREE_VS_INDEX, FileDiff, diff_commits, diff_file, empty_tree
 from workbench.git.errors import GitError
 from workbench.git.repository import Repository
 from workbench.git.status import repo_relative
@@ -38,8 +38,6 @@ SIDE_BY_SIDE, INLINE = "side-by-side", "inline"
 MODES = (SIDE_BY_SIDE, INLINE)
 SOURCE_TITLES = {WORKTREE_VS_INDEX: "Working Tree", INDEX_VS_HEAD: "Staged", COMMITS: "Commits"}
 INDEX_CHANGED = "git.index_changed"
-# What a diff between "no commit" and a root commit compares against.
-EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 # The narrowest a pane may be made; wider content scrolls instead of widening the window.
 PANE_MINIMUM_WIDTH = 80
 
@@ -73,7 +71,7 @@ def load_diff(repo: Repository, path: str, source: str, mode: str, *, cancel: Ca
 
 
 def _commit_diff(repo: Repository, path: str, a: str | None, b: str | None, cancel: CancelToken | None) -> FileDiff:
-    diffs = diff_commits(repo, a or EMPTY_TREE, b, path, cancel=cancel)
+    diffs = diff_commits(repo, a or empty_tree(repo), b, path, cancel=cancel)
     for diff in diffs:
         if diff.path == path or diff.old_path == path:
             return diff

@@ -445,9 +445,9 @@ def _details_html(details: CommitDetails) -> str:
 
 def _commit_base(repo: Repository, entry: CommitEntry, *, cancel: CancelToken | None = None) -> str:
     """What ``entry`` is compared with: its first parent, or the empty tree for a root commit."""
-    if entry.parents:
-        return entry.parents[0]
-    return repo.run(["hash-object", "-t", "tree", "--stdin"], input=b"").text.strip()
+    from workbench.git.diff import empty_tree
+
+    return entry.parents[0] if entry.parents else empty_tree(repo)
 
 
 def _commit_diff_opener():
