@@ -8,7 +8,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "workbench"
 HEAVY = {"torch", "onnx", "onnxruntime", "onnxscript", "git", "paramiko", "jupyter_client", "qtconsole",
-         "ipykernel", "sklearn"}
+         "ipykernel", "sklearn", "pyqtgraph"}
 CAPABILITIES = {"ipc", "project", "editor", "git", "training", "cluster", "modeltools", "device", "registry",
                 "console"}
 

@@ -27,6 +27,8 @@ from workbench.ipc.errors import IpcError, RpcError
 # name -> "module:attribute" of a click group; a capability adds its line here.
 CAPABILITY_GROUPS: dict[str, str] = {
     "git": "workbench.git.cli:git_group",
+    "train": "workbench.training.cli:train_command",
+    "runs": "workbench.training.cli:runs_group",
 }
 
 HUB_START_TIMEOUT_S = 15.0
@@ -78,6 +80,11 @@ def _user_message(exc: Exception) -> str | None:
         from workbench.git.errors import GitError
 
         if isinstance(exc, GitError):
+            return str(exc)
+    if "workbench.training.errors" in sys.modules:
+        from workbench.training.errors import TrainingError
+
+        if isinstance(exc, TrainingError):
             return str(exc)
     return None
 

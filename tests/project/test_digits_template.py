@@ -22,14 +22,18 @@ def test_digits_project_trains_logs_steps_and_saves_an_accurate_model(tmp_path):
     )
 
     assert result.returncode == 0, result.stderr
-    steps = re.findall(r"^step=(\d+) loss=(\d+\.\d{4}) acc=(\d\.\d{4})$", result.stdout, re.M)
+    steps = re.findall(r"^step=(\d+) loss=(\d+\.\d{4}) acc=(\d\.\d{4}) lr=\S+$",
+                       result.stdout, re.M)
     assert len(steps) >= 5
     epochs = re.findall(r"^epoch=(\d+) val_loss=\d+\.\d{4} val_acc=(\d\.\d{4})$",
                         result.stdout, re.M)
     assert [e for e, _ in epochs] == ["1", "2"]
     assert float(epochs[-1][1]) > 0.85
-    assert (project.root / "out" / "model.pt").is_file()
-    assert (project.root / "out" / "checkpoint.pt").is_file()
+    assert re.search(r"^test_loss=\d+\.\d{4} test_acc=\d\.\d{4}$", result.stdout, re.M)
+    out = project.root / "out"
+    assert (out / "outputs" / "model.pt").is_file()
+    assert (out / "checkpoints" / "latest.json").is_file()
+    assert (out / "metrics.jsonl").is_file()
 
 
 @pytest.mark.timeout(120)
@@ -39,7 +43,8 @@ def test_digits_training_rejects_a_mistyped_override_with_a_clear_message(tmp_pa
         [sys.executable, "train.py", "--set", "num_epochs=two"],
         cwd=project.root, capture_output=True, text=True, timeout=110,
     )
-    assert result.returncode != 0
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: ") and len(result.stderr.splitlines()) == 1
     assert "num_epochs must be a whole number" in result.stderr
 
 

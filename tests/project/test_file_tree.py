@@ -225,5 +225,5 @@ def test_expanded_folders_round_trip(qtbot, project):
 def test_tree_on_a_digits_project_shows_its_files(qtbot, tmp_path):
     project = create_from_template("digits", tmp_path / "digits")
     tree = make_tree(qtbot, project.root)
-    wait_for_names(qtbot, tree, ["hparams", ".gitignore", "data.py", "hparams_file.py",
-                                 "model.py", "README.md", "train.py", "workbench.toml"])
+    wait_for_names(qtbot, tree, ["hparams", ".gitignore", "data.py", "model.py", "README.md",
+                                 "train.py", "workbench.toml"])

@@ -87,7 +87,7 @@ def test_menus_and_shortcuts_come_from_the_command_registry(make_window, project
 
 def test_open_tabs_cursor_and_layout_come_back_with_the_next_window(make_window, project, qtbot):
     window = make_window(project)
-    window.open_file("model.py", line=8, column=3)
+    window.open_file("model.py", line=9, column=3)
     window.open_file("data.py")
     window.tabs.setCurrentIndex(1)
     window.explorer.hide()
@@ -96,7 +96,7 @@ def test_open_tabs_cursor_and_layout_come_back_with_the_next_window(make_window,
     again = make_window(project)
     assert [tab.path.name for tab in again.editors()] == ["train.py", "model.py", "data.py"]
     assert again.current_editor().path.name == "model.py"
-    assert again.current_editor().cursor_position() == (8, 3)
+    assert again.current_editor().cursor_position() == (9, 3)
     assert not again.explorer.isVisible()
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 
 HEAVY_MODULES = ("torch", "onnx", "onnxruntime", "onnxscript", "git", "paramiko", "jupyter_client",
-                 "qtconsole", "ipykernel", "sklearn")
+                 "qtconsole", "ipykernel", "sklearn", "pyqtgraph")
 
 
 def heavy_modules_loaded() -> list[str]:

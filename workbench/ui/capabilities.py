@@ -2,7 +2,7 @@
 
 Each entry is "module:function"; the function takes the window (its public surface:
 ``project``, ``commands``, ``tasks``, ``add_dock``, ``add_status_widget``, ``add_tab``,
-``open_file``, ``on_event``, ``show_error``) and installs the capability's parts. They are
+``open_file``, ``diagnostics``, ``on_event``, ``show_error``) and installs the capability's parts. They are
 installed just after the window's first paint, so none of them delays it.
 """
 
@@ -13,7 +13,7 @@ import logging
 
 log = logging.getLogger(__name__)
 
-BUILT_IN: tuple[str, ...] = ("workbench.git.widgets:install",)
+BUILT_IN: tuple[str, ...] = ("workbench.git.widgets:install", "workbench.training.widgets:install")
 
 
 def install_capabilities(window, entries: tuple[str, ...] | None = None) -> list[str]:

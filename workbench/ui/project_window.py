@@ -1,7 +1,8 @@
 """The project window: explorer, tabbed editors, status bar, docks, menus and command palette.
 
 Capabilities plug in through ``commands`` (actions in menus, palette and context menus),
-``add_dock`` (their panels) and ``on_event`` (events other windows broadcast).
+``add_dock`` (their panels), ``diagnostics`` (checkers of the files they understand) and
+``on_event`` (events other windows broadcast).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from PySide6.QtWidgets import (
 
 from workbench import __version__
 from workbench.editor import EditorError, HotExitStore
+from workbench.editor.diagnostics import DiagnosticsProviders
 from workbench.editor.widgets import EditorTab, open_editor_tab
 from workbench.project import (
     OpenFile,
@@ -66,6 +68,9 @@ class ProjectWindow(QMainWindow):
         self.hot_exit = HotExitStore(project.root)
         self._state_store = WindowStateStore(project)
         self._event_handlers: dict[str, list[Callable[[object], None]]] = {}
+        self.diagnostics = DiagnosticsProviders()
+        self.diagnostics.on_registered(self._attach_diagnostics)
+        self._diagnostic_shown = ""
         self.setWindowTitle(f"{project.name} — Workbench")
         self.setObjectName("project-window")
 
@@ -206,6 +211,10 @@ class ProjectWindow(QMainWindow):
             return None
         tab.sig_modified_changed.connect(lambda _modified, t=tab: self._update_tab_title(t))
         tab.sig_cursor_moved.connect(lambda _line, _col: self._on_cursor_moved())
+        tab.sig_diagnostics_changed.connect(self._update_status)
+        provider = self.diagnostics.provider_for(path)
+        if provider is not None:
+            tab.attach_diagnostics(provider)
         index = self.tabs.addTab(tab, path.name)
         self.tabs.setTabToolTip(index, str(path))
         self._update_tab_title(tab)
@@ -343,8 +352,23 @@ class ProjectWindow(QMainWindow):
         prefix = f"{tab.path.name}{' ●' if tab.is_modified() else ''} — " if tab is not None else ""
         self.setWindowTitle(f"{prefix}{self.project.name} — Workbench")
 
+    def _attach_diagnostics(self, pattern: str, provider) -> None:
+        for tab in self.editors():
+            if self.diagnostics.matches(pattern, tab.path):
+                tab.attach_diagnostics(provider)
+
+    def _show_diagnostic(self, tab: EditorTab | None) -> None:
+        """The problem on the cursor's line goes to the status bar (and away when it is fixed)."""
+        message = tab.diagnostic_message() if tab is not None else ""
+        if message:
+            self.statusBar().showMessage(message)
+        elif self._diagnostic_shown and self.statusBar().currentMessage() == self._diagnostic_shown:
+            self.statusBar().clearMessage()
+        self._diagnostic_shown = message
+
     def _update_status(self) -> None:
         tab = self.current_editor()
+        self._show_diagnostic(tab)
         if tab is None:
             for label in (self._status_position, self._status_encoding, self._status_eol, self._status_language):
                 label.clear()

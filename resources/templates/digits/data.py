@@ -2,6 +2,7 @@
 
 Nothing is downloaded. Pixels are scaled to [0, 1], and the split into train, validation and
 test sets is stratified (every digit in the same proportion in each) and fixed by a seed.
+Registered as the dataset ``digits``: ``dataset_name=digits`` in the hyper-parameters picks it.
 """
 
 from dataclasses import dataclass
@@ -10,17 +11,18 @@ import numpy as np
 import torch
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import TensorDataset
+from workbench_trainkit import datasets
 
 # The raw pixels are integers from 0 (white) to 16 (black).
 MAX_PIXEL = 16.0
 
 
 @dataclass
-class DigitsLoaders:
-    train: DataLoader
-    val: DataLoader
-    test: DataLoader
+class DigitsSplits:
+    train: TensorDataset
+    val: TensorDataset
+    test: TensorDataset
 
 
 def load_images_and_labels() -> tuple[np.ndarray, np.ndarray]:
@@ -42,22 +44,18 @@ def split(images: np.ndarray, labels: np.ndarray, seed: int,
     return (train_x, train_y), (val_x, val_y), (test_x, test_y)
 
 
-def make_loaders(batch_size: int, seed: int, dataset_name: str = "digits") -> DigitsLoaders:
-    """DataLoaders for the three splits; only the training one shuffles (with its own seed)."""
-    if dataset_name != "digits":
-        raise ValueError(f"Unknown dataset_name {dataset_name!r}: this project knows 'digits'.")
-    train, val, test = split(*load_images_and_labels(), seed=seed)
+@datasets.register("digits")
+def digits(hp) -> DigitsSplits:
+    """The three splits as datasets of (image, label); chosen by ``dataset_name=digits``."""
+    train, val, test = split(*load_images_and_labels(), seed=hp.get("seed", 0))
 
-    def loader(pair, shuffle: bool) -> DataLoader:
-        dataset = TensorDataset(torch.from_numpy(pair[0]), torch.from_numpy(pair[1]))
-        generator = torch.Generator().manual_seed(seed)
-        return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, generator=generator)
+    def dataset(pair) -> TensorDataset:
+        return TensorDataset(torch.from_numpy(pair[0]), torch.from_numpy(pair[1]))
 
-    return DigitsLoaders(train=loader(train, True), val=loader(val, False),
-                         test=loader(test, False))
+    return DigitsSplits(train=dataset(train), val=dataset(val), test=dataset(test))
 
 
 if __name__ == "__main__":
-    loaders = make_loaders(batch_size=32, seed=0)
+    splits = digits({"seed": 0})
     for name in ("train", "val", "test"):
-        print(f"{name}: {len(getattr(loaders, name).dataset)} images")
+        print(f"{name}: {len(getattr(splits, name))} images")

@@ -2,11 +2,13 @@
 
 Built only from layers every converter and mobile runtime knows (convolution, batch norm, ReLU,
 max pooling, linear) and with no branches that depend on the data, so it exports to ONNX and
-quantizes without surprises.
+quantizes without surprises. Registered as the model ``digits_net``: ``model_name=digits_net`` in
+the hyper-parameters picks it.
 """
 
 import torch
 from torch import nn
+from workbench_trainkit import models
 
 NUM_CLASSES = 10
 INPUT_SHAPE = (1, 8, 8)  # channels, height, width
@@ -47,6 +49,12 @@ class DigitsNet(nn.Module):
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         return self.classifier(self.features(images))
+
+
+@models.register("digits_net")
+def digits_net(hp) -> DigitsNet:
+    """A fresh DigitsNet with ``num_classes`` outputs; chosen by ``model_name=digits_net``."""
+    return DigitsNet(num_classes=hp.get("num_classes", NUM_CLASSES))
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -7,17 +7,19 @@ result back.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import (
     QColor,
+    QHelpEvent,
     QKeyEvent,
     QResizeEvent,
     QTextCursor,
     QTextFormat,
 )
-from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QWidget
+from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QToolTip, QWidget
 
 from workbench.editor.brackets import find_matching_bracket
+from workbench.editor.diagnostics import EditorDiagnostic, diagnostic_at
 from workbench.editor.go_to_line import clamp_line
 from workbench.editor.line_edits import (
     INDENT_WIDTH,
@@ -29,6 +31,7 @@ from workbench.editor.line_edits import (
     toggle_comment,
 )
 from workbench.editor.widgets import theme
+from workbench.editor.widgets.diagnostic_marks import diagnostic_selections
 from workbench.editor.widgets.find_marks import find_match_selections
 from workbench.editor.widgets.line_number_panel import LineNumberPanel
 
@@ -56,6 +59,8 @@ class CodeEditor(QPlainTextEdit):
         )
         self.line_number_panel = LineNumberPanel(self)
         self._find_highlights: list[QTextEdit.ExtraSelection] = []
+        self.diagnostics: list[EditorDiagnostic] = []
+        self._diagnostic_marks: list[QTextEdit.ExtraSelection] = []
         self.bracket_match: tuple[int, int] | None = None
         self.cursorPositionChanged.connect(self._refresh_highlights)
         self._refresh_highlights()
@@ -206,8 +211,15 @@ class CodeEditor(QPlainTextEdit):
         self._find_highlights = selections
         self._refresh_highlights()
 
+    def set_diagnostics(self, diagnostics: list[EditorDiagnostic]) -> None:
+        """Underline these problems (replacing the previous ones); hovering one shows its message."""
+        self.diagnostics = list(diagnostics)
+        self._diagnostic_marks = diagnostic_selections(self.document(), self.diagnostics)
+        self._refresh_highlights()
+
     def _refresh_highlights(self) -> None:
         selections = [self._current_line_selection()]
+        selections.extend(self._diagnostic_marks)
         selections.extend(self._find_highlights)
         selections.extend(self._bracket_selections())
         self.setExtraSelections(selections)
@@ -260,6 +272,17 @@ class CodeEditor(QPlainTextEdit):
         cursor.setPosition(position + 1, QTextCursor.MoveMode.KeepAnchor)
         selection.cursor = cursor
         return selection
+
+    def viewportEvent(self, event: QEvent) -> bool:  # noqa: N802 (Qt override)
+        if event.type() == QEvent.Type.ToolTip and self.diagnostics and isinstance(event, QHelpEvent):
+            cursor = self.cursorForPosition(event.pos())
+            found = diagnostic_at(self.diagnostics, cursor.blockNumber() + 1, cursor.positionInBlock())
+            if found is not None:
+                QToolTip.showText(event.globalPos(), found.message, self.viewport())
+            else:
+                QToolTip.hideText()
+            return True
+        return super().viewportEvent(event)
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt override)
         super().resizeEvent(event)

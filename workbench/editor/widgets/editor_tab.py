@@ -16,6 +16,12 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
+from workbench.editor.diagnostics import (
+    DiagnosticsProvider,
+    EditorDiagnostic,
+    diagnostic_at,
+    run_provider,
+)
 from workbench.editor.errors import EditorError
 from workbench.editor.hex_dump import HEX_PREVIEW_BYTES, format_byte_size
 from workbench.editor.highlighting import LineLexer, lexer_for_path
@@ -44,6 +50,8 @@ if TYPE_CHECKING:
 
 # Within a second of the last keystroke the buffer is on disk, without writing on every key.
 HOT_EXIT_DELAY_MS = 500
+# Problems are looked for once typing pauses this long, not on every key.
+DIAGNOSTICS_DELAY_MS = 300
 
 # Notice topics, one bar each.
 NOTICE_CHANGED_ON_DISK = "changed-on-disk"
@@ -64,6 +72,11 @@ class EditorTab(QWidget):
     sig_cursor_moved = Signal(int, int)
     """The cursor moved to this 1-based (line, column)."""
 
+    sig_diagnostics_changed = Signal()
+    """New diagnostics are shown (see ``diagnostics``)."""
+
+    _sig_checked = Signal(int, object)  # (generation, diagnostics) from the worker thread
+
     def __init__(
         self, path: Path, hot_exit: HotExitStore | None = None, parent: QWidget | None = None
     ) -> None:
@@ -79,6 +92,8 @@ class EditorTab(QWidget):
         self.find_bar: "FindBar | LargeFindBar"
         self.highlighter: SyntaxHighlighter | None = None
         self.disk_watcher: DiskWatcher | None = None
+        self._diagnostics_provider: DiagnosticsProvider | None = None
+        self._diagnostics_generation = 0
 
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
@@ -384,6 +399,57 @@ class EditorTab(QWidget):
         """Comment or uncomment the selected lines."""
         if self.editor is not None:
             self.editor.toggle_comment()
+
+    def attach_diagnostics(self, provider: DiagnosticsProvider) -> None:
+        """Check the buffer with ``provider(text, path)`` now and each time typing pauses; the
+        check runs in a worker thread and a late answer for older text is dropped. Only the code
+        editor shows diagnostics (not the hex or large-file views)."""
+        if self.editor is None:
+            return
+        if not hasattr(self, "_diagnostics_timer"):
+            self._diagnostics_timer = QTimer(self, singleShot=True, interval=DIAGNOSTICS_DELAY_MS)
+            self._diagnostics_timer.timeout.connect(self._check_diagnostics)
+            self.editor.document().contentsChanged.connect(self._diagnostics_timer.start)
+            self._sig_checked.connect(self._on_checked)
+        self._diagnostics_provider = provider
+        self._check_diagnostics()
+
+    def set_diagnostics(self, diagnostics: list[EditorDiagnostic]) -> None:
+        """Show these problems as underlines (a provider's answer, or a caller's own)."""
+        if self.editor is None:
+            return
+        self.editor.set_diagnostics(diagnostics)
+        self.sig_diagnostics_changed.emit()
+
+    def diagnostics(self) -> list[EditorDiagnostic]:
+        """The problems shown now."""
+        return list(self.editor.diagnostics) if self.editor is not None else []
+
+    def diagnostic_message(self, line: int | None = None) -> str:
+        """The message of the problem on 1-based ``line`` (the cursor's by default), or ""."""
+        if line is None:
+            line = self.cursor_position()[0]
+        found = diagnostic_at(self.diagnostics(), line)
+        return found.message if found is not None else ""
+
+    def _check_diagnostics(self) -> None:
+        if self._diagnostics_provider is None:
+            return
+        self._diagnostics_generation += 1
+        # The text is taken now, on the GUI thread; the checking happens on the worker.
+        self._submit(self._check_in_worker, self._diagnostics_provider, self._diagnostics_generation,
+                     self.text())
+
+    def _check_in_worker(self, provider: DiagnosticsProvider, generation: int, text: str) -> None:
+        found = run_provider(provider, text, self.path)
+        try:
+            self._sig_checked.emit(generation, found)
+        except RuntimeError:
+            pass  # the tab closed while its text was being checked
+
+    def _on_checked(self, generation: int, diagnostics: list[EditorDiagnostic]) -> None:
+        if generation == self._diagnostics_generation:
+            self.set_diagnostics(diagnostics)
 
     def flush_hot_exit(self) -> None:
         """Write the unsaved buffer to the hot-exit store now (call before the window quits)."""

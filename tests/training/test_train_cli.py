@@ -1,0 +1,130 @@
+"""`workbench train` and `workbench runs …`, as a user types them."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from tests.training.conftest import wait_for
+from workbench.cli import cli
+from workbench.training import RunService
+
+pytestmark = pytest.mark.slow
+
+
+def workbench(*args: str, cwd=None, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "workbench", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=timeout)
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def _set(project: Path, text: str) -> None:
+    (project / "hparams" / "tiny.hparams").write_text(text)
+
+
+def test_train_in_the_foreground_prints_the_log_and_exits_by_the_outcome(project):
+    _set(project, "stop_at_step=5\nstep_seconds=0\n")
+    done = workbench("train", str(project), "--set", "stop_at_step=6", "--json")
+    assert done.returncode == 0, done.stderr
+    info = json.loads(done.stdout)  # with --json the log goes to stderr and stdout is the run
+    assert info["state"] == "completed" and info["final_metrics"]["step"] == 6 and "step=6 loss=" in done.stderr
+
+    _set(project, "stop_at_step=5\nstep_seconds=0\nfail_at_step=2\n")
+    failed = workbench("train", cwd=project / "hparams")  # the project that holds the current folder
+    assert failed.returncode == 1
+    assert failed.stdout.startswith("Run ") and "step=1 loss=" in failed.stdout
+    summary = failed.stderr.strip().splitlines()[-1]
+    assert summary.startswith("Run ") and " failed after " in summary and "ValueError: boom at step 2" in summary
+
+
+def test_a_malformed_hparams_file_is_one_line_naming_the_file_line_and_key(project):
+    (project / "bad.hparams").write_text("# tries\nstop_at_step=5\noptimizer=adamm\n")
+    result = workbench("train", str(project), "--hparams", str(project / "bad.hparams"))
+    assert result.returncode == 1 and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("workbench: Not started: bad.hparams:3: ")
+    assert "optimizer" in lines[0] and "adam" in lines[0]
+    assert not (project / "runs").exists() or not any((project / "runs").iterdir())
+
+
+def test_ctrl_c_stops_the_run_and_a_second_ctrl_c_terminates_it(project):
+    _set(project, "stop_at_step=100000\nstep_seconds=0.03\n")
+    cli_process = subprocess.Popen([sys.executable, "-m", "workbench", "train", str(project)],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert cli_process.stdout.readline().startswith("Run ")
+    assert "step=" in cli_process.stdout.readline() + cli_process.stdout.readline()
+    cli_process.send_signal(signal.SIGINT)
+    out, err = cli_process.communicate(timeout=30)
+    assert cli_process.returncode == 1 and "Stopping run" in err
+    assert "stopped" in err.strip().splitlines()[-1] and "stopped at step" in out
+    assert "workbench runs resume" in err
+
+    _set(project, "stop_at_step=100000\nstep_seconds=0.03\nignore_sigterm=true\n")
+    cli_process = subprocess.Popen([sys.executable, "-m", "workbench", "train", str(project)],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    cli_process.stdout.readline()
+    assert "step=" in cli_process.stdout.readline() + cli_process.stdout.readline()
+    cli_process.send_signal(signal.SIGINT)  # the trainer ignores the stop …
+    time.sleep(0.5)
+    cli_process.send_signal(signal.SIGINT)  # … so the second Ctrl+C kills it
+    out, err = cli_process.communicate(timeout=30)
+    assert cli_process.returncode == 1 and "Terminating run" in err and "terminated" in err.strip().splitlines()[-1]
+
+
+def test_runs_commands_list_show_follow_stop_resume_and_terminate(project, monkeypatch):
+    _set(project, "stop_at_step=100000\nstep_seconds=0.03\n")
+    code, output = invoke("train", str(project), "--detach", "--json")
+    assert code == 0
+    started = json.loads(output)
+    assert started["state"] == "running" and started["is_active"]
+    run_id = started["id"]
+    monkeypatch.chdir(project / "hparams")  # the project is found from inside it
+
+    code, output = invoke("runs", "list", "--json")
+    assert code == 0 and [run["id"] for run in json.loads(output)] == [run_id]
+    metrics = Path(started["run_dir"]) / "metrics.jsonl"
+    wait_for(lambda: metrics.exists() and metrics.read_text().count("\n") >= 3)
+    code, output = invoke("runs", "stop", run_id[:-2])
+    assert code == 0 and f"Stopping run {run_id}" in output
+    code, output = invoke("runs", "logs", "-f", run_id, "--project", str(project))
+    assert code == 0 and "stopped at step" in output  # followed until the run ended
+    code, output = invoke("runs", "show", run_id, "--json")
+    assert json.loads(output)["state"] == "stopped" and json.loads(output)["can_resume"]
+    code, output = invoke("runs", "show", run_id)
+    assert "state:        stopped" in output and "can resume:   yes" in output
+
+    code, output = invoke("runs", "resume", run_id, "--new", "--json")
+    assert code == 0
+    resumed = json.loads(output)
+    assert resumed["resumed_from"].startswith(run_id + "@") and resumed["state"] == "running"
+    code, output = invoke("runs", "terminate", resumed["id"])
+    assert code == 0 and "terminated" in output
+    code, output = invoke("runs", "list")
+    lines = output.splitlines()
+    assert lines[0].split()[:3] == ["ID", "STATE", "DURATION"]
+    assert lines[1].split()[:2] == [resumed["id"], "terminated"] and f"(from {run_id}@" in lines[1]
+    assert lines[2].split()[:2] == [run_id, "stopped"] and "loss=" in lines[2]
+    code, output = invoke("runs", "logs", run_id)
+    assert "step=1 loss=" in output
+
+
+def test_runs_commands_say_in_one_line_what_is_wrong(project):
+    _set(project, "stop_at_step=2\nstep_seconds=0\n")
+    info = RunService(project).wait(RunService(project).start().id, timeout=30)
+    for args, fragment in ((["runs", "show", "nope"], "There is no run nope"),
+                           (["runs", "stop", info.id], "is not running (it is completed)"),
+                           (["runs", "resume", info.id], "has no checkpoint")):
+        code, output = invoke(*args, "--project", str(project))
+        assert code == 1 and output.strip().startswith("workbench: ") and fragment in output, output
+    assert "train" in workbench("--help").stdout and workbench("runs", "--help").returncode == 0

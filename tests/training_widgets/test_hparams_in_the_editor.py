@@ -1,0 +1,85 @@
+"""Mistakes in a .hparams file are underlined as the user types, with the fix in the tooltip
+and the status bar; F5 on that file trains it."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtGui import QHelpEvent, QTextCharFormat
+from PySide6.QtWidgets import QToolTip
+
+from tests.training_widgets.conftest import run_state, wait_for
+from workbench.project import create_from_template
+from workbench.training.widgets import panel_of, session_of
+
+
+def wavy(tab) -> list[tuple[int, int, str]]:
+    return [(s.cursor.selectionStart(), s.cursor.selectionEnd(), s.format.underlineColor().name())
+            for s in tab.editor.extraSelections()
+            if s.format.underlineStyle() == QTextCharFormat.UnderlineStyle.WaveUnderline]
+
+
+def test_a_misspelt_key_is_underlined_with_the_suggestion_in_its_tooltip(qtbot, open_window, toy_project):
+    window = open_window(toy_project)
+    tab = window.open_file(toy_project / "toy.hparams")
+    wait_for(qtbot, lambda: tab.editor.diagnostics == [] and tab._diagnostics_provider is not None)
+    tab.set_cursor_position(4, 1)
+    qtbot.keyClicks(tab.editor, "learnin_rate=0.1")
+    wait_for(qtbot, lambda: tab.diagnostics(), timeout=5000)
+    [problem] = tab.diagnostics()
+    assert problem.line == 4 and problem.severity == "error"
+    assert "did you mean learning_rate" in problem.message
+    start = tab.editor.document().findBlockByNumber(3).position()
+    assert wavy(tab) == [(start, start + len("learnin_rate"), "#e51400")]
+    assert window.statusBar().currentMessage() == problem.message  # the cursor is on that line
+
+    editor = tab.editor
+    cursor = editor.textCursor()
+    cursor.setPosition(start + 3)
+    point = editor.cursorRect(cursor).center()
+    editor.viewportEvent(QHelpEvent(QEvent.Type.ToolTip, point, editor.viewport().mapToGlobal(point)))
+    assert QToolTip.isVisible() and "did you mean learning_rate" in QToolTip.text()
+    QToolTip.hideText()
+
+    tab.set_cursor_position(1, 1)
+    assert window.statusBar().currentMessage() == ""  # away from the line, the message goes
+    qtbot.keyClicks(tab.editor, "num_epochs=0")
+    qtbot.keyClick(tab.editor, Qt.Key.Key_Return)
+    wait_for(qtbot, lambda: [d.line for d in tab.diagnostics()] == [1, 5], timeout=5000)
+
+
+def test_a_file_open_before_training_was_installed_is_checked_too(qtbot, open_window, toy_project):
+    (toy_project / "toy.hparams").write_text("batch_size=big\n")
+    (toy_project / "workbench.toml").write_text(
+        (toy_project / "workbench.toml").read_text().replace('main = "train.py"', 'main = "toy.hparams"'))
+    window = open_window(toy_project)  # the main file opens before capabilities are installed
+    tab = window.current_editor()
+    assert tab.path.name == "toy.hparams"
+    wait_for(qtbot, lambda: tab.diagnostics(), timeout=5000)
+    assert "batch_size" in tab.diagnostics()[0].message
+
+
+@pytest.mark.slow
+def test_f5_on_the_digits_hyper_parameters_trains_them_and_the_curves_show_points(qtbot, open_window, tmp_path):
+    root = create_from_template("digits", tmp_path / "digits").root
+    (root / "hparams" / "digits.hparams").write_text(
+        (root / "hparams" / "digits.hparams").read_text().replace("num_epochs=5", "num_epochs=2"))
+    window = open_window(root)
+    tab = window.open_file(root / "hparams" / "digits.hparams")
+    window.activateWindow()
+    qtbot.waitUntil(lambda: window.isActiveWindow())
+    session = session_of(window)
+    qtbot.keyClick(tab.editor, Qt.Key.Key_F5)
+    wait_for(qtbot, lambda: session.rows, timeout=10_000)
+    info = session.rows[0].info
+    assert info.hparams_file == "hparams/digits.hparams"
+    panel = panel_of(window)
+    wait_for(qtbot, lambda: panel.selected_runs() == [info.id])
+    wait_for(qtbot, lambda: run_state(window, info.id) in ("completed", "failed"), timeout=120_000)
+    assert run_state(window, info.id) == "completed", session.row(info.id).info.error
+    curves = panel.details.curves
+    wait_for(qtbot, lambda: curves.plotted(info.id, "loss") > 5 and curves.plotted(info.id, "val_acc") == 2)
+    assert curves.plotted(info.id, "lr") > 5
+    final = session.row(info.id).info.final_metrics
+    assert final["val_acc"] > 0.5
+    assert panel.table.topLevelItem(0).text(7) == f"{final['val_acc']:.4g}"

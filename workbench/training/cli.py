@@ -1,0 +1,373 @@
+"""``workbench train`` and ``workbench runs …``: local training from a terminal.
+
+Errors are TrainingError (or ProjectError); the ``workbench`` command prints them as one line and
+exits 1. The service modules are imported inside the commands: ``--help`` needs none of them.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import time
+from pathlib import Path
+
+import click
+
+FOLLOW_POLL_S = 0.1
+# run.json is looked at this often between log reads, so the command ends as soon as the run does.
+END_POLL_S = 0.01
+RECHECK_S = 1.0
+METRIC_COLUMNS = ("loss", "acc", "val_loss", "val_acc", "test_acc")
+
+_JSON = click.option("--json", "as_json", is_flag=True, help="Print the run (or runs) as JSON.")
+_PROJECT = click.option("--project", "project", type=click.Path(path_type=Path), default=None,
+                        help="The project folder (default: the project that holds the current folder).")
+_RUN = click.argument("run")
+
+
+def project_root(path: Path | None) -> Path:
+    """The project that holds ``path`` (default: the current folder): the nearest folder at or
+    above it with a workbench.toml, or ``path`` itself when there is none."""
+    start = (path or Path.cwd()).expanduser().absolute()
+    if not start.exists():
+        from workbench.training.errors import TrainingError
+
+        raise TrainingError(f"{start} does not exist. Give the folder of a project.")
+    folder = start if start.is_dir() else start.parent
+    for candidate in (folder, *folder.parents):
+        if (candidate / "workbench.toml").is_file():
+            return candidate
+    return folder
+
+
+def _service(project: Path | None):
+    from workbench.training.service import RunService
+
+    return RunService(project_root(project))
+
+
+def _run_data(info) -> dict:
+    return {**info.to_json(), "duration": info.duration, "is_active": info.is_active,
+            "can_resume": info.can_resume}
+
+
+def _echo_json(data) -> None:
+    click.echo(json.dumps(data, indent=2))
+
+
+# ---------------------------------------------------------------------------------------------
+# workbench train
+
+
+@click.command("train", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("project", required=False, type=click.Path(path_type=Path))
+@click.option("--hparams", "hparams_file", type=click.Path(path_type=Path),
+              help="Hyper-parameter file (default: [training] hparams of workbench.toml).")
+@click.option("--nproc", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Processes to train with (more than 1 runs under torchrun).")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="Override one hyper-parameter for this run (repeatable).")
+@_JSON
+@click.option("--detach", is_flag=True, help="Return as soon as the run has started.")
+def train_command(project: Path | None, hparams_file: Path | None, nproc: int, overrides: tuple[str, ...],
+                  as_json: bool, detach: bool) -> None:
+    """Train the project at PROJECT (default: the one here) with its training script.
+
+    Prints the run id and the trainer's output until the run ends. Ctrl+C stops the run (it
+    checkpoints first, so it can be resumed); a second Ctrl+C terminates it. Exits 0 when the
+    run completed. With --detach, returns at once and the run goes on in the background.
+    """
+    service = _service(project)
+    if hparams_file is not None:
+        hparams_file = hparams_file.expanduser().absolute()
+    if detach:
+        info = service.start(hparams_file, overrides, nproc)
+        if as_json:
+            _echo_json(_run_data(info))
+        else:
+            click.echo(f"Started run {info.id} (pid {info.pid}). Follow it with "
+                       f"`workbench runs logs -f {info.id}`, stop it with `workbench runs stop {info.id}`.")
+        return
+    # Caught from before the start: a Ctrl+C while the run starts stops it once it has.
+    with CtrlC() as ctrl_c:
+        info = service.start(hparams_file, overrides, nproc)
+        if not as_json:
+            click.echo(f"Run {info.id} started in {info.run_dir}")
+        _finish_in_foreground(service, info, as_json, ctrl_c)
+
+
+class CtrlC:
+    """Counts Ctrl+C presses (SIGINT) while in use, instead of raising KeyboardInterrupt."""
+
+    def __init__(self):
+        self.count = 0
+        self._previous = None
+
+    def __enter__(self) -> "CtrlC":
+        self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        signal.signal(signal.SIGINT, self._previous)
+
+    def _on_sigint(self, signum, frame) -> None:
+        self.count += 1
+
+
+def _finish_in_foreground(service, info, as_json: bool, ctrl_c: CtrlC, offsets: tuple[int, int] = (0, 0)) -> None:
+    final = follow_run(service, info.id, offsets, logs_to_stderr=as_json, ctrl_c=ctrl_c)
+    if as_json:
+        _echo_json(_run_data(final))
+    else:
+        click.echo(_summary(final), err=final.state != "completed")
+    if final.state != "completed":
+        sys.exit(1)
+
+
+def follow_run(service, run_id: str, offsets: tuple[int, int] = (0, 0), logs_to_stderr: bool = False,
+               ctrl_c: CtrlC | None = None):
+    """Print the run's stdout and stderr from ``offsets`` on as they grow, until the run ends;
+    returns its RunInfo.
+
+    With ``ctrl_c``, the first Ctrl+C stops the run and a second one terminates it."""
+    folder = service.run_folder(run_id)
+    streams = [(folder.stdout_log, sys.stderr if logs_to_stderr else sys.stdout), (folder.stderr_log, sys.stderr)]
+    offsets = list(offsets)
+    handled = 0
+    presses = (lambda: ctrl_c.count) if ctrl_c is not None else (lambda: 0)
+    run_json = folder.run_json
+    info, checked, stamp = None, 0.0, None
+    while True:
+        # The run is read again when run.json changed, and once a second (a run whose
+        # processes died records nothing): reading it is most of what following costs.
+        if info is None or _stamp(run_json) != stamp or time.monotonic() - checked > RECHECK_S:
+            stamp, checked = _stamp(run_json), time.monotonic()
+            info = service.get(run_id)
+        for index, (path, stream) in enumerate(streams):
+            offsets[index] = _copy_new(path, offsets[index], stream)
+        if not info.is_active:
+            return info
+        if presses() > handled:
+            handled = presses()
+            _interrupt(service, info.id, terminate=handled > 1)
+            info = None
+        _wait_for_change(run_json, FOLLOW_POLL_S, lambda: presses() > handled)
+
+
+def _interrupt(service, run_id: str, terminate: bool) -> None:
+    from workbench.training.errors import TrainingError
+
+    if terminate:
+        click.echo(f"\nTerminating run {run_id}…", err=True)
+    else:
+        click.echo(f"\nStopping run {run_id} after its current step (Ctrl+C again to terminate it)…", err=True)
+    try:
+        service.terminate(run_id) if terminate else service.stop(run_id)
+    except TrainingError:
+        pass  # it ended meanwhile; the next look shows how
+
+
+def _wait_for_change(path: Path, timeout: float, interrupted) -> None:
+    """Sleep up to ``timeout``, less when ``path`` changes (the supervisor recorded the end)."""
+    before = _stamp(path)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and _stamp(path) == before and not interrupted():
+        time.sleep(END_POLL_S)
+
+
+def _stamp(path: Path) -> tuple:
+    try:
+        status = path.stat()
+    except OSError:
+        return ()
+    return status.st_mtime_ns, status.st_ino
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _copy_new(path: Path, offset: int, stream) -> int:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            data = handle.read()
+    except FileNotFoundError:
+        return offset
+    if data:
+        target = getattr(stream, "buffer", None)
+        if target is not None:
+            stream.flush()
+            target.write(data)
+            target.flush()
+        else:
+            stream.write(data.decode("utf-8", errors="replace"))
+            stream.flush()
+    return offset + len(data)
+
+
+def _summary(info) -> str:
+    text = f"Run {info.id} {info.state}"
+    if info.duration is not None:
+        text += f" after {_duration(info.duration)}"
+    metrics = _metrics_text(info.final_metrics)
+    if metrics:
+        text += f": {metrics}"
+    if info.error:
+        text += f". {info.error}"
+    if info.state == "stopped" and info.can_resume:
+        text += f". Resume it with `workbench runs resume {info.id}`"
+    return text
+
+
+def _metrics_text(final: dict) -> str:
+    names = [name for name in METRIC_COLUMNS if name in final]
+    return " ".join(f"{name}={_number(final[name])}" for name in names)
+
+
+def _number(value) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m {secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m"
+
+
+# ---------------------------------------------------------------------------------------------
+# workbench runs
+
+
+@click.group("runs", context_settings={"help_option_names": ["-h", "--help"]})
+def runs_group() -> None:
+    """The project's training runs: list, show, logs, stop, resume, terminate.
+
+    RUN is a run id or the start of one.
+    """
+
+
+@runs_group.command("list")
+@_PROJECT
+@_JSON
+def list_command(project: Path | None, as_json: bool) -> None:
+    """List the runs, newest first, with their state, duration and final metrics."""
+    runs = _service(project).list_runs()
+    if as_json:
+        _echo_json([_run_data(info) for info in runs])
+        return
+    if not runs:
+        click.echo("No runs yet. Start one with `workbench train`.")
+        return
+    lines = [f"{'ID':<20} {'STATE':<11} {'DURATION':>9}  METRICS"]
+    for info in runs:
+        duration = _duration(info.duration) if info.duration is not None else "-"
+        extra = f"  (from {info.resumed_from})" if info.resumed_from else ""
+        lines.append(f"{info.id:<20} {info.state:<11} {duration:>9}  {_metrics_text(info.final_metrics)}{extra}")
+    click.echo("\n".join(lines))
+
+
+@runs_group.command("show")
+@_RUN
+@_PROJECT
+@_JSON
+def show_command(run: str, project: Path | None, as_json: bool) -> None:
+    """Show everything recorded about RUN."""
+    info = _service(project).get(run)
+    if as_json:
+        _echo_json(_run_data(info))
+        return
+    rows = [
+        ("run", info.id), ("state", info.state), ("folder", info.run_dir),
+        ("script", info.script), ("hparams", info.hparams_file or "(defaults)"),
+        ("overrides", " ".join(info.overrides) or "-"), ("processes", str(info.nproc)),
+        ("command", " ".join(info.command)),
+        ("started", time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info.started_at)) if info.started_at else "-"),
+        ("duration", _duration(info.duration) if info.duration is not None else "-"),
+        ("exit code", "-" if info.exit_code is None else str(info.exit_code)),
+        ("git", (f"{info.git_commit[:12]}{' (with uncommitted changes)' if info.git_dirty else ''}"
+                 if info.git_commit else "-")),
+        ("resumed from", info.resumed_from or "-"),
+        ("metrics", " ".join(f"{k}={_number(v)}" for k, v in info.final_metrics.items()) or "-"),
+        ("can resume", "yes" if info.can_resume else "no"),
+    ]
+    if info.error:
+        rows.append(("error", info.error))
+    click.echo("\n".join(f"{name + ':':<14}{value}" for name, value in rows))
+
+
+@runs_group.command("logs")
+@_RUN
+@_PROJECT
+@click.option("-f", "--follow", is_flag=True, help="Keep printing what the run prints until it ends.")
+def logs_command(run: str, project: Path | None, follow: bool) -> None:
+    """Print what RUN printed (stdout, then stderr to stderr)."""
+    service = _service(project)
+    info = service.get(run)
+    if follow:
+        follow_run(service, info.id)
+        return
+    folder = service.run_folder(info.id)
+    _copy_new(folder.stdout_log, 0, sys.stdout)
+    _copy_new(folder.stderr_log, 0, sys.stderr)
+
+
+@runs_group.command("stop")
+@_RUN
+@_PROJECT
+@_JSON
+def stop_command(run: str, project: Path | None, as_json: bool) -> None:
+    """Ask RUN to checkpoint and exit (it can be resumed later)."""
+    info = _service(project).stop(run)
+    if as_json:
+        _echo_json(_run_data(info))
+    else:
+        click.echo(f"Stopping run {info.id}: it exits after its current step and checkpoint.")
+
+
+@runs_group.command("terminate")
+@_RUN
+@_PROJECT
+@_JSON
+def terminate_command(run: str, project: Path | None, as_json: bool) -> None:
+    """Kill RUN and every process it started, at once (no checkpoint)."""
+    info = _service(project).terminate(run)
+    if as_json:
+        _echo_json(_run_data(info))
+    else:
+        click.echo(f"Run {info.id} {info.state}.")
+
+
+@runs_group.command("resume")
+@_RUN
+@_PROJECT
+@click.option("--new", "new_run", is_flag=True, help="Continue in a new run instead of RUN itself.")
+@click.option("-f", "--follow", is_flag=True, help="Print its output until it ends, as `workbench train` does.")
+@_JSON
+def resume_command(run: str, project: Path | None, new_run: bool, follow: bool, as_json: bool) -> None:
+    """Continue RUN from its last checkpoint."""
+    service = _service(project)
+    offsets = (0, 0)
+    if not new_run:  # the log goes on in the same files: show only what this resume prints
+        folder = service.run_folder(run)
+        offsets = (_size(folder.stdout_log), _size(folder.stderr_log))
+    if follow:
+        with CtrlC() as ctrl_c:
+            info = service.resume(run, new_run=new_run)
+            _finish_in_foreground(service, info, as_json, ctrl_c, offsets)
+        return
+    info = service.resume(run, new_run=new_run)
+    if as_json:
+        _echo_json(_run_data(info))
+    else:
+        where = f"as run {info.id}" if new_run else f"in run {info.id}"
+        click.echo(f"Resumed from {info.resumed_from if new_run else 'its last checkpoint'} {where} "
+                   f"(pid {info.pid}). Follow it with `workbench runs logs -f {info.id}`.")

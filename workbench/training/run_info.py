@@ -1,0 +1,86 @@
+"""What is known about one run: its state, processes, source and results (``RunInfo``).
+
+The same record is ``run.json`` in the run folder and a row of the project's run store.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+STARTING = "starting"
+RUNNING = "running"
+STOPPING = "stopping"
+STOPPED = "stopped"
+COMPLETED = "completed"
+FAILED = "failed"
+TERMINATED = "terminated"
+LOST = "lost"  # the processes are gone and nothing recorded how they ended (e.g. a reboot)
+
+ACTIVE_STATES = frozenset({STARTING, RUNNING, STOPPING})
+END_STATES = frozenset({STOPPED, COMPLETED, FAILED, TERMINATED, LOST})
+STATES = (STARTING, RUNNING, STOPPING, STOPPED, COMPLETED, FAILED, TERMINATED, LOST)
+
+LATEST_CHECKPOINT = Path("checkpoints") / "latest.json"
+
+
+@dataclass
+class RunInfo:
+    """One run. Times are seconds since the epoch; paths are absolute unless said otherwise."""
+
+    id: str
+    state: str
+    run_dir: str
+    project_dir: str
+    script: str = ""                    # project-relative
+    hparams_file: str = ""              # the source file, project-relative ("" if none)
+    overrides: list[str] = field(default_factory=list)
+    nproc: int = 1
+    command: list[str] = field(default_factory=list)
+    created_at: float = 0.0
+    started_at: float | None = None
+    ended_at: float | None = None
+    exit_code: int | None = None
+    pid: int | None = None              # the trainer (leader of its own process group)
+    pgid: int | None = None
+    resumed_from: str | None = None     # "<run id>@<step>"
+    git_commit: str | None = None
+    git_dirty: bool = False
+    hparams: dict = field(default_factory=dict)
+    final_metrics: dict = field(default_factory=dict)
+    error: str = ""
+    backend: str = "local"
+    # Beyond the shared contract:
+    hparams_copy: str = ""              # file name of the hyper-parameters as used, in run_dir
+    git_branch: str | None = None
+    pid_start: int | None = None        # the trainer's start time (clock ticks after boot)
+    supervisor_pid: int | None = None
+    supervisor_start: int | None = None
+    metrics_source: str = ""            # "trainer" (it writes metrics.jsonl), "stdout" or ""
+
+    @property
+    def duration(self) -> float | None:
+        """Seconds from start to end, or to now while the run is active."""
+        if self.started_at is None:
+            return None
+        end = self.ended_at if self.ended_at is not None and not self.is_active else time.time()
+        return max(0.0, end - self.started_at)
+
+    @property
+    def is_active(self) -> bool:
+        return self.state in ACTIVE_STATES
+
+    @property
+    def can_resume(self) -> bool:
+        """Not active, and a checkpoint to resume from exists."""
+        return not self.is_active and (Path(self.run_dir) / LATEST_CHECKPOINT).is_file()
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "RunInfo":
+        """The run described by ``data``; unknown keys (from a newer Workbench) are ignored."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{key: value for key, value in data.items() if key in known})

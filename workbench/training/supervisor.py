@@ -1,0 +1,276 @@
+"""The detached parent of one run: ``python -m workbench.training.supervisor RUN_DIR``.
+
+It detaches (a fork whose parent exits at once, in the session the runner gave it), starts the
+trainer as the leader of its own process group with its output going straight into
+``stdout.log`` and ``stderr.log``, and waits for it. Meanwhile it turns the metric lines of
+``stdout.log`` into ``metrics.jsonl`` records when the trainer does not write that file itself,
+and when the trainer ends it records how: completed, failed (with the error line), stopped
+(``stop-requested`` was there) or terminated (``terminate-requested`` was there).
+
+The trainer writes to the log files itself rather than through a pipe, so a supervisor that is
+killed takes nothing with it: the trainer trains on, its output is kept, and the runs list
+reconciles the run's state later.
+
+Only the standard library and workbench.training modules are imported here: this starts for
+every run, and a run should start in well under a second.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+
+from workbench.training.errors import TrainingError
+from workbench.training.log_text import error_line, tail_text
+from workbench.training.metrics import final_metrics, format_record, parse_metric_line, read_metrics
+from workbench.training.processes import process_start, signal_group, signal_name
+from workbench.training.run_folder import RunFolder
+from workbench.training.run_info import (
+    COMPLETED,
+    FAILED,
+    RUNNING,
+    STOPPED,
+    STOPPING,
+    TERMINATED,
+)
+from workbench.training.run_store import RunStore
+
+RUN_VARIABLES = ("WORKBENCH_RUN_DIR", "WORKBENCH_RUN_ID", "WORKBENCH_RESUME_FROM")
+# How often the stdout log is read for metric lines: a metric reaches metrics.jsonl within this.
+PARSE_INTERVAL_S = 0.05
+# How often a stop request is looked for when there is no log to parse.
+IDLE_INTERVAL_S = 0.25
+
+
+class StdoutMetrics:
+    """Turns the metric lines a trainer prints into metrics.jsonl records, unless the trainer
+    writes metrics.jsonl itself (the training helpers create it before their first step)."""
+
+    def __init__(self, folder: RunFolder, source: str, log_offset: int):
+        self.folder = folder
+        self.source = source  # "" until the first metric line decides, then "stdout" or "trainer"
+        self._log = os.open(folder.stdout_log, os.O_RDONLY)
+        os.lseek(self._log, log_offset, os.SEEK_SET)
+        self._pending = b""
+        self._out = None
+        self._last_step = None
+        if source == "stdout":
+            steps = [r["step"] for r in read_metrics(folder.metrics) if isinstance(r.get("step"), (int, float))]
+            self._last_step = steps[-1] if steps else None
+
+    def poll(self, final: bool = False) -> bool:
+        """Read what was printed since the last call; False once the trainer owns the file."""
+        chunks = []
+        while True:
+            chunk = os.read(self._log, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        # Only after reading: a trainer that writes metrics.jsonl creates it before it prints
+        # any step, so a file seen now was there before the lines just read were printed.
+        if self.source == "" and self.folder.metrics.exists():
+            self.source = "trainer"
+        if self.source == "trainer":
+            self.close()
+            return False
+        data = self._pending + b"".join(chunks)
+        lines = data.split(b"\n")
+        self._pending = b"" if final else lines.pop()
+        for line in lines:
+            record = parse_metric_line(line.decode("utf-8", errors="replace").strip())
+            if record is not None:
+                self._write(record)
+        return True
+
+    def _write(self, record: dict) -> None:
+        if "step" in record:
+            self._last_step = record["step"]
+        elif self._last_step is not None:
+            record["step"] = self._last_step
+        ordered = {name: record.pop(name) for name in ("step", "epoch") if name in record}
+        ordered["time"] = round(time.time(), 3)
+        ordered.update(record)
+        if self._out is None:
+            self.source = "stdout"
+            self._out = open(self.folder.metrics, "a", encoding="utf-8")
+        self._out.write(format_record(ordered))
+        self._out.flush()
+
+    def close(self) -> None:
+        if self._log is not None:
+            os.close(self._log)
+            self._log = None
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+
+
+class Supervisor:
+    def __init__(self, folder: RunFolder):
+        self.folder = folder
+        self.info = folder.read_info()
+        self.store = RunStore(folder.path.parent.parent)
+        self.process: subprocess.Popen | None = None
+        self._exited = threading.Event()
+        self._stop_seen = False
+
+    def run(self) -> int:
+        # (SIGINT and SIGHUP keep their defaults: in a session of its own, with no terminal,
+        # nothing sends them, and an ignored signal would stay ignored in the trainer.)
+        signal.signal(signal.SIGTERM, self._on_sigterm)
+        self.info.supervisor_pid = os.getpid()
+        self.info.supervisor_start = process_start(os.getpid())
+        self._save()
+        try:
+            stdout_offset, stderr_offset = self._start_trainer()
+        except OSError as exc:
+            message = f"the trainer could not be started: {exc.strerror or exc}"
+            with open(self.folder.stderr_log, "a", encoding="utf-8") as log:
+                log.write(f"error: {message}\n")
+            self._finish(FAILED, None, f"error: {message}")
+            return 1
+        metrics = None
+        if self.info.metrics_source != "trainer":
+            metrics = StdoutMetrics(self.folder, self.info.metrics_source, stdout_offset)
+        while not self._exited.wait(PARSE_INTERVAL_S if metrics else IDLE_INTERVAL_S):
+            if metrics is not None and not metrics.poll():
+                metrics = None
+            self._notice_stop()
+        code = self.process.returncode
+        # Whatever the trainer left running in its group (a stray worker) ends with it.
+        signal_group(self.info.pgid, None, signal.SIGKILL)
+        if metrics is not None:
+            metrics.poll(final=True)
+            metrics.close()
+            self.info.metrics_source = metrics.source
+        if self.info.metrics_source == "" and self.folder.metrics.exists():
+            self.info.metrics_source = "trainer"
+        state, error = self._outcome(code, stderr_offset)
+        self._finish(state, code, error)
+        return 0
+
+    def _start_trainer(self) -> tuple[int, int]:
+        command = self.folder.read_command()
+        env = dict(os.environ)
+        for name in RUN_VARIABLES:  # from whoever started Workbench; only this run's count
+            env.pop(name, None)
+        env.update(command.get("env", {}))
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC
+        out = os.open(self.folder.stdout_log, flags, 0o644)
+        err = os.open(self.folder.stderr_log, flags, 0o644)
+        try:
+            offsets = os.fstat(out).st_size, os.fstat(err).st_size
+            self.process = subprocess.Popen(command["argv"], cwd=command["cwd"], env=env, stdin=subprocess.DEVNULL,
+                                            stdout=out, stderr=err, process_group=0, close_fds=True)
+        finally:
+            os.close(out)
+            os.close(err)
+        self.info.pid = self.info.pgid = self.process.pid
+        # Read before anything can reap it: a trainer that fails at once is still a zombie here.
+        self.info.pid_start = process_start(self.process.pid)
+        threading.Thread(target=self._wait_for_trainer, daemon=True).start()
+        self.info.started_at = time.time()
+        self.info.state = RUNNING
+        self._save()
+        # A stop or terminate asked for while the run was starting had no group to signal yet.
+        if self.folder.terminate_requested.exists():
+            signal_group(self.info.pgid, self.info.pid_start, signal.SIGKILL)
+        elif self.folder.stop_requested.exists():
+            self._stop_seen = True
+            self.info.state = STOPPING
+            self._save()
+            signal_group(self.info.pgid, self.info.pid_start, signal.SIGTERM)
+        return offsets
+
+    def _wait_for_trainer(self) -> None:
+        self.process.wait()
+        self._exited.set()
+
+    def _notice_stop(self) -> None:
+        if not self._stop_seen and self.folder.stop_requested.exists():
+            self._stop_seen = True
+            self.info.state = STOPPING
+            self._save()
+
+    def _on_sigterm(self, signum, frame) -> None:
+        # Being asked to end (a shutdown, a kill) is a stop of the run: checkpoint, then exit.
+        try:
+            self.folder.stop_requested.touch()
+        except OSError:
+            pass
+        if self.info.pgid:
+            signal_group(self.info.pgid, self.info.pid_start, signal.SIGTERM)
+
+    def _outcome(self, code: int, stderr_offset: int) -> tuple[str, str]:
+        if self.folder.terminate_requested.exists():
+            return TERMINATED, ""
+        if self.folder.stop_requested.exists():
+            return STOPPED, ""
+        if code == 0:
+            return COMPLETED, ""
+        error = error_line(tail_text(self.folder.stderr_log, stderr_offset))
+        if not error:
+            if code < 0:
+                name = signal_name(-code)
+                error = f"the trainer was killed by {name}" + (
+                    " (out of memory?)" if -code == signal.SIGKILL else "")
+            else:
+                error = f"the trainer exited with status {code}"
+        return FAILED, error
+
+    def _finish(self, state: str, code: int | None, error: str) -> None:
+        self.info.state = state
+        self.info.exit_code = code
+        self.info.error = error
+        self.info.ended_at = time.time()
+        self.info.final_metrics = final_metrics(self.folder.metrics)
+        self._save()
+
+    def _save(self) -> None:
+        """run.json first (the folder has the last word), then the project's run store."""
+        self.folder.write_info(self.info)
+        try:
+            self.store.put(self.info)
+        except TrainingError as exc:
+            print(f"workbench supervisor: {exc}", file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m workbench.training.supervisor RUN_DIR", file=sys.stderr)
+        return 2
+    folder = RunFolder(Path(args[0]).resolve())
+    # Detach: the runner waits only for this first process; the run's parent is the child, which
+    # init adopts, so no window or terminal ever has to reap it.
+    if os.fork() > 0:
+        os._exit(0)
+    try:
+        return Supervisor(folder).run()
+    except Exception:
+        traceback.print_exc()
+        _record_own_failure(folder)
+        return 1
+
+
+def _record_own_failure(folder: RunFolder) -> None:
+    try:
+        info = folder.read_info()
+        if info.state in (RUNNING, STOPPING) and info.pid:
+            return  # the trainer goes on; the runs list reconciles its state later
+        info.state, info.ended_at = FAILED, time.time()
+        info.error = f"Workbench could not supervise the run; see {folder.supervisor_log}"
+        folder.write_info(info)
+        RunStore(folder.path.parent.parent).put(info)
+    except Exception:
+        traceback.print_exc()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

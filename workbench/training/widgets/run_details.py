@@ -1,0 +1,140 @@
+"""One run in detail: its live curves, its log and what it was started with."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QLabel, QTabWidget, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
+
+from workbench.training.widgets.comparison import format_value
+from workbench.training.widgets.curves import CurvesView
+from workbench.training.widgets.log_view import LogView
+from workbench.training.widgets.runs_table import STATE_COLOURS, format_duration
+
+
+class RunDetails(QWidget):
+    """A header line (run, state, what went wrong) over tabs Curves, Log and Details."""
+
+    sig_link_activated = Signal(str, int)
+    """A traceback location in the log was clicked: (path, 1-based line)."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.header = QLabel()
+        self.header.setTextFormat(Qt.TextFormat.RichText)
+        self.header.setContentsMargins(6, 3, 6, 3)
+        self.header.setWordWrap(True)
+        self.header.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
+        self.curves = CurvesView(self)
+        self.curves.setObjectName("run-curves")
+        self.log = LogView(self)
+        self.log.setObjectName("run-log")
+        self.log.sig_link_activated.connect(self.sig_link_activated)
+        self.info = QTreeWidget()
+        self.info.setHeaderLabels(["", ""])
+        self.info.setHeaderHidden(True)
+        self.info.setRootIsDecorated(True)
+        self.info.setColumnWidth(0, 180)
+        self.tabs.addTab(self.curves, "Curves")
+        self.tabs.addTab(self.log, "Log")
+        self.tabs.addTab(self.info, "Details")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.header)
+        layout.addWidget(self.tabs, 1)
+        self.run_id: str | None = None
+        self._state: str | None = None
+        self._shown_info: dict | None = None
+
+    def show_run(self, row) -> None:
+        """Show ``row`` (a ``RunRow``) from no points and an empty log."""
+        self.run_id = row.id
+        self._state = None
+        self._shown_info = None
+        self.curves.set_runs([row.id])
+        self.log.clear()
+        self.update_info(row)
+
+    def update_info(self, row) -> None:
+        info = row.info
+        if info.state == "failed" and self._state != "failed":
+            self.tabs.setCurrentWidget(self.log)  # the traceback is what the user needs first
+        self._state = info.state
+        colour = STATE_COLOURS.get(info.state, "#555")
+        parts = [f"<b>{info.id}</b>", f"<span style='color:{colour}'>{info.state}</span>"]
+        duration = format_duration(info.duration)
+        if duration:
+            parts.append(duration)
+        if info.resumed_from:
+            parts.append(f"resumed from {info.resumed_from}")
+        text = " · ".join(parts)
+        if info.error:
+            text += f"<br><span style='color:#d93025'>{_escape(info.error)}</span>"
+        self.header.setText(text)
+        described = info.to_json()
+        if described != self._shown_info:  # refilled only on a change, so expansion and scroll stay
+            self._shown_info = described
+            self._fill_info(info)
+
+    def _fill_info(self, info) -> None:
+        expanded = {self.info.topLevelItem(i).text(0) for i in range(self.info.topLevelItemCount())
+                    if self.info.topLevelItem(i).isExpanded()}
+        self.info.clear()
+
+        scroll = self.info.verticalScrollBar().value()
+
+        def add(parent, key: str, value) -> QTreeWidgetItem | None:
+            if parent is not None and value in (None, ""):
+                return None  # nothing known (yet): no empty row
+            item = QTreeWidgetItem([key, "" if value is None else str(value)])
+            item.setToolTip(1, item.text(1))
+            if parent is None:
+                self.info.addTopLevelItem(item)
+            else:
+                parent.addChild(item)
+            return item
+
+        run = add(None, "Run", "")
+        add(run, "Folder", info.run_dir)
+        add(run, "Script", info.script)
+        add(run, "Hyper-parameter file", info.hparams_file or "(none: the defaults)")
+        if info.overrides:
+            add(run, "Overrides", "  ".join(info.overrides))
+        add(run, "Processes", info.nproc)
+        add(run, "Command", " ".join(info.command))
+        commit = (info.git_commit or "")[:10]
+        if commit:
+            add(run, "Git commit", commit + (" + uncommitted changes (git.patch)" if info.git_dirty else ""))
+        if info.resumed_from:
+            add(run, "Resumed from", info.resumed_from)
+        add(run, "Started", _when(info.started_at))
+        add(run, "Ended", _when(info.ended_at))
+        if info.exit_code is not None:
+            add(run, "Exit code", info.exit_code)
+        if info.error:
+            add(run, "Problem", info.error)
+        metrics = add(None, "Final metrics", "")
+        for name, value in sorted((info.final_metrics or {}).items()):
+            add(metrics, name, format_value(value))
+        hparams = add(None, "Hyper-parameters", "")
+        for name, value in sorted((info.hparams or {}).items()):
+            add(hparams, name, format_value(value))
+        for index in range(self.info.topLevelItemCount()):
+            item = self.info.topLevelItem(index)
+            item.setExpanded(not expanded or item.text(0) in expanded)
+            font = item.font(0)
+            font.setBold(True)
+            item.setFont(0, font)
+        self.info.verticalScrollBar().setValue(scroll)
+
+
+def _when(timestamp: float | None) -> str:
+    return datetime.fromtimestamp(timestamp).strftime("%Y-%m-%d %H:%M:%S") if timestamp else ""
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

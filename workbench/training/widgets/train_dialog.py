@@ -1,0 +1,122 @@
+""""Train with Hyper-parameters…": pick the file, add key=value overrides, choose processes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from PySide6.QtWidgets import (
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QLabel,
+    QPlainTextEdit,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+NO_FILE = "(none: the schema's defaults)"
+
+
+def parse_overrides(text: str, schema=None) -> tuple[list[str], str]:
+    """The ``key=value`` overrides in ``text`` (one a line, or several separated by spaces; ``#``
+    starts a comment) and an error message ("" when they are all well formed and, given the
+    project's ``schema``, name known keys with values of the right type)."""
+    # Leave this import here: the hyper-parameter module loads when a dialog needs it.
+    from workbench_trainkit.hparams import check_hparams_text, parse_override
+
+    overrides = []
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        pieces = [line] if line.count("=") == 1 else line.split()
+        for piece in pieces:
+            try:
+                key, value = parse_override(piece)
+            except ValueError as exc:
+                return [], str(exc)
+            overrides.append(f"{key}={value}")
+    if schema is not None and overrides:
+        _values, problems = check_hparams_text("\n".join(overrides), schema, "overrides")
+        if problems:
+            return [], problems[0].message
+    return overrides, ""
+
+
+class TrainDialog(QDialog):
+    """Asks for a hyper-parameter file, overrides and the number of processes."""
+
+    def __init__(self, project_dir: Path, files: list[str], current: str | None = None,
+                 overrides: list[str] | None = None, nproc: int = 1, schema=None,
+                 parent: QWidget | None = None):
+        super().__init__(parent)
+        self.schema = schema
+        self.setWindowTitle("Train with Hyper-parameters")
+        self.project_dir = Path(project_dir)
+        self.file = QComboBox()
+        self.file.setEditable(True)
+        self.file.addItems(files or [])
+        self.file.addItem(NO_FILE)
+        if current:
+            index = self.file.findText(current)
+            if index < 0:
+                self.file.insertItem(0, current)
+                index = 0
+            self.file.setCurrentIndex(index)
+        browse = QPushButton("Browse…")
+        browse.clicked.connect(self._browse)
+        file_row = QHBoxLayout()
+        file_row.addWidget(self.file, 1)
+        file_row.addWidget(browse)
+        self.overrides = QPlainTextEdit("\n".join(overrides or []))
+        self.overrides.setPlaceholderText("learning_rate=0.01\nnum_epochs=10")
+        self.overrides.setFixedHeight(90)
+        self.nproc = QSpinBox()
+        self.nproc.setRange(1, max(1, os.cpu_count() or 1) * 4)
+        self.nproc.setValue(nproc)
+        self.nproc.setToolTip("More than 1 starts the script under torchrun (DistributedDataParallel)")
+        self.error = QLabel("")
+        self.error.setStyleSheet("color: #d93025;")
+        self.error.setWordWrap(True)
+        form = QFormLayout()
+        form.addRow("Hyper-parameter file:", file_row)
+        form.addRow("Overrides (key=value):", self.overrides)
+        form.addRow("Processes:", self.nproc)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Train")
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.error)
+        layout.addWidget(buttons)
+        self.resize(520, 260)
+
+    def values(self) -> tuple[str | None, list[str], int]:
+        """(hyper-parameter file or None, overrides, processes) as entered."""
+        text = self.file.currentText().strip()
+        overrides, _error = parse_overrides(self.overrides.toPlainText(), self.schema)
+        return (None if not text or text == NO_FILE else text), overrides, self.nproc.value()
+
+    def accept(self) -> None:
+        _overrides, error = parse_overrides(self.overrides.toPlainText(), self.schema)
+        if error:
+            self.error.setText(error)
+            return
+        super().accept()
+
+    def _browse(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Hyper-parameter file", str(self.project_dir),
+                                              "Hyper-parameters (*.hparams);;All files (*)")
+        if path:
+            try:
+                path = Path(path).resolve().relative_to(self.project_dir.resolve()).as_posix()
+            except ValueError:
+                pass
+            self.file.setEditText(path)
