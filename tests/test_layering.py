@@ -69,3 +69,16 @@ def test_heavy_libraries_are_never_imported_at_module_top():
             if name.split(".")[0] in HEAVY:
                 offenders.append(f"{path.relative_to(PACKAGE)} imports {name}")
     assert offenders == []
+
+
+def test_the_training_helpers_stand_alone():
+    """workbench_trainkit runs inside users' scripts, on clusters too: it needs nothing of
+    Workbench and no Qt, and its hyper-parameter parser loads neither torch nor numpy."""
+    trainkit = PACKAGE.parent / "workbench_trainkit"
+    offenders = [f"{path.name} imports {name}" for path in trainkit.rglob("*.py")
+                 for name in _imports(path, top_level_only=False)
+                 if name.split(".")[0] in ("workbench", "PySide6", "pyqtgraph")]
+    assert offenders == []
+    for light in ("hparams.py", "schema.py"):
+        heavy = [n for n in _imports(trainkit / light, False) if n.split(".")[0] in ("torch", "numpy")]
+        assert heavy == [], light

@@ -181,6 +181,47 @@ def load_hparams(path: str | Path | None = None, overrides: Iterable[str] = (),
     return hparams
 
 
+def check_data_paths(hparams: dict, base_dir: str | Path, source: str = "") -> list[Diagnostic]:
+    """Problems with the data the hyper-parameters point at: a ``dataset_dir`` that is not a
+    folder, ``train_files`` that are missing (relative paths are taken from ``base_dir``, the
+    folder the script runs in, and ``train_files`` from ``dataset_dir`` when it is set)."""
+    base = Path(base_dir)
+    problems: list[Diagnostic] = []
+    dataset_dir = str(hparams.get("dataset_dir") or "")
+    data_root = base
+    if dataset_dir:
+        data_root = base / Path(dataset_dir).expanduser()
+        if not data_root.is_dir():
+            what = "is a file, not a folder" if data_root.exists() else "does not exist"
+            problems.append(_diagnostic_at(source, "dataset_dir", (
+                f"dataset_dir {dataset_dir} {what} (looked in {data_root}); point it at the "
+                "folder that holds the dataset, or copy the data there first")))
+            return problems
+    missing = [name for name in hparams.get("train_files") or ()
+               if not (data_root / Path(str(name)).expanduser()).exists()]
+    if missing:
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        problems.append(_diagnostic_at(source, "train_files", (
+            f"train_files lists files that do not exist in {data_root}: {shown}")))
+    return problems
+
+
+def _diagnostic_at(source: str, key: str, message: str) -> Diagnostic:
+    """A diagnostic on the line of ``source`` that sets ``key`` (or on the file as a whole)."""
+    line, start, end = 0, 0, 0
+    if source:
+        try:
+            text = Path(source).read_text(encoding="utf-8-sig")
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        for number, raw in enumerate(text.splitlines(), start=1):
+            body = _without_comment(raw)
+            name, sep, value = body.partition("=")
+            if sep and name.strip() == key:
+                line, start, end = number, len(name) + 1, len(body.rstrip())
+    return Diagnostic(source or "--set", line, start, max(end, start + 1), key, message)
+
+
 def find_project_dir(start: str | Path) -> Path | None:
     """The nearest folder at or above ``start`` that holds a ``workbench.toml``."""
     folder = Path(start).resolve()
@@ -364,6 +405,6 @@ def _declared_key(name: str, spec) -> HParamKey:
 
 __all__ = [
     "Diagnostic", "HParamKey", "HParamSchema", "HParams", "HParamsError", "FASTNN_SCHEMA",
-    "check_hparams_text", "parse_override", "load_hparams", "find_project_dir",
+    "check_hparams_text", "check_data_paths", "parse_override", "load_hparams", "find_project_dir",
     "read_project_training_settings", "project_schema", "format_hparams", "format_value",
 ]

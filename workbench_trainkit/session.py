@@ -45,8 +45,8 @@ import torch
 from workbench_trainkit import checkpoint as checkpoints
 from workbench_trainkit import distributed
 from workbench_trainkit.errors import TrainkitError
-from workbench_trainkit.hparams import (HParams, HParamsError, find_project_dir, load_hparams,
-                                        read_project_training_settings)
+from workbench_trainkit.hparams import (HParams, HParamsError, check_data_paths, find_project_dir,
+                                        load_hparams, read_project_training_settings)
 from workbench_trainkit.metrics import MetricsWriter
 from workbench_trainkit.optim import clip_gradients
 from workbench_trainkit.signals import StopFlag
@@ -113,6 +113,9 @@ class TrainingSession:
             project_dir = find_project_dir(script.parent) or find_project_dir(Path.cwd())
             hparams_file = args.hparams or default_hparams or _project_hparams_file(project_dir)
             hparams = load_hparams(hparams_file, args.overrides, project_dir=project_dir)
+            data_problems = check_data_paths(hparams, Path.cwd(), hparams.source)
+            if data_problems:
+                raise HParamsError(data_problems)
             run_dir = (os.environ.get(RUN_DIR_VARIABLE) or args.output_dir
                        or hparams.get("model_dir") or Path("outputs") / script.stem)
             resume_from = args.resume or os.environ.get(RESUME_VARIABLE) or None

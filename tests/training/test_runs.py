@@ -137,6 +137,17 @@ def test_a_malformed_hparams_file_refuses_to_start_and_creates_no_run(service, p
     assert service.list_runs() == []
 
 
+def test_a_missing_dataset_folder_refuses_to_start_naming_its_line(service, project):
+    _set(project, "stop_at_step=10\ndataset_dir=data/not-synced-yet\n")
+    with pytest.raises(TrainingError) as raised:
+        service.start()
+    assert str(raised.value).startswith(
+        "Not started: hparams/tiny.hparams:2: dataset_dir data/not-synced-yet does not exist")
+    assert service.list_runs() == []
+    (project / "data" / "not-synced-yet").mkdir(parents=True)
+    assert service.wait(service.start().id, timeout=60).state == "completed"
+
+
 def test_a_killed_supervisor_leaves_a_run_the_list_reconciles(service, project):
     _set(project, "stop_at_step=25\nstep_seconds=0.04\n")
     info = service.start()

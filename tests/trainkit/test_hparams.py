@@ -7,6 +7,7 @@ import pytest
 from workbench_trainkit.hparams import (
     FASTNN_SCHEMA,
     HParamsError,
+    check_data_paths,
     check_hparams_text,
     find_project_dir,
     format_hparams,
@@ -148,3 +149,18 @@ def test_formatted_values_read_back_the_same(tmp_path):
     hp = load_hparams(path, schema=FASTNN_SCHEMA)
     assert {key: hp[key] for key in values} == values
     assert "# learning rate\nlearning_rate=0.0025" in path.read_text()
+
+
+def test_a_missing_dataset_folder_is_named_with_its_line(tmp_path):
+    path = write(tmp_path / "h.hparams", "num_epochs=1\ndataset_dir=data/gone  # moved?\n")
+    hp = load_hparams(path, schema=FASTNN_SCHEMA)
+    [problem] = check_data_paths(hp, tmp_path, str(path))
+    assert (problem.line, problem.key) == (2, "dataset_dir")
+    assert str(problem).startswith(f"{path}:2: dataset_dir data/gone does not exist")
+    (tmp_path / "data" / "set").mkdir(parents=True)
+    (tmp_path / "data" / "set" / "a.rec").write_text("x")
+    hp = load_hparams(None, ["dataset_dir=data/set", "train_files=a.rec,b.rec"], schema=FASTNN_SCHEMA)
+    [problem] = check_data_paths(hp, tmp_path)
+    assert problem.key == "train_files" and problem.message.endswith(": b.rec")
+    assert check_data_paths(load_hparams(None, ["dataset_dir=data/set"], schema=FASTNN_SCHEMA),
+                            tmp_path) == []

@@ -62,6 +62,10 @@ def prepare_run(project_dir: Path, hparams_file: Path | str | None = None, overr
         values = hparams_module.load_hparams(source, list(overrides), schema=schema)
     except hparams_module.HParamsError as exc:
         raise TrainingError(_diagnostics_message(exc.diagnostics, project_dir), exc.diagnostics) from None
+    # The trainer runs in the project folder, so relative data paths are checked from there.
+    data_problems = hparams_module.check_data_paths(values, project_dir, str(source or ""))
+    if data_problems:
+        raise TrainingError(_diagnostics_message(data_problems, project_dir), data_problems)
     explicit = [name for name in values if name in values.explicit]
     text = hparams_module.format_hparams({name: values[name] for name in explicit}, schema)
     return RunSpec(
