@@ -146,3 +146,23 @@ class TaskRunner(QObject):
         if entry is not None and entry[0] == generation and isinstance(report, Progress):
             prefix = f"{entry[4]}: " if entry[4] else ""
             self.sig_progress.emit(prefix + report.message)
+
+
+class Operation:
+    """The handle of one service call a command started (returned to scripts and tests):
+    ``finished`` once it is over, then ``result`` or ``error``."""
+
+    def __init__(self, name: str, kind: str = ""):
+        self.name = name
+        self.kind = kind  # whose operation, for its repr: "Git", "Training"
+        self.finished = False
+        self.result: Any = None
+        self.error: Exception | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        return self.finished and self.error is None
+
+    def __repr__(self) -> str:
+        state = "running" if not self.finished else ("failed" if self.error else "done")
+        return f"<{self.kind + ' ' if self.kind else ''}operation {self.name}: {state}>"

@@ -19,6 +19,8 @@ from typing import Any, Callable, Iterable
 from PySide6.QtCore import QEvent, QFileSystemWatcher, QObject, QTimer, Signal
 from PySide6.QtWidgets import QMessageBox, QPushButton
 
+from workbench.qt.tasks import Operation
+
 log = logging.getLogger(__name__)
 
 INDEX_CHANGED = "git.index_changed"
@@ -45,24 +47,6 @@ being pushed would make the branch diverge)."""
 
 IDENTITY_HINT = "Git does not know who you are"
 
-
-class Operation:
-    """The handle of one Git operation the session started (returned by commands, for scripts
-    and tests): ``finished`` once it is over, then ``result`` or ``error``."""
-
-    def __init__(self, name: str):
-        self.name = name
-        self.finished = False
-        self.result: Any = None
-        self.error: Exception | None = None
-
-    @property
-    def succeeded(self) -> bool:
-        return self.finished and self.error is None
-
-    def __repr__(self) -> str:
-        state = "running" if not self.finished else ("failed" if self.error else "done")
-        return f"<Git operation {self.name}: {state}>"
 
 
 class GitSession(QObject):
@@ -161,7 +145,7 @@ class GitSession(QObject):
         """Make the project folder a repository (``git init``) and start using it."""
         from workbench.git.repository import init_repository
 
-        operation = Operation("init")
+        operation = Operation("init", "Git")
 
         def done(repo) -> None:
             operation.result, operation.finished = repo, True
@@ -198,7 +182,7 @@ class GitSession(QObject):
         """Run ``function(repo, *args, **kwargs)`` off the GUI thread; then refresh the status
         (only ``paths`` when given) and call ``on_done(result)``. Errors are shown to the user
         (and passed to ``on_error``)."""
-        operation = Operation(name)
+        operation = Operation(name, "Git")
         if self.repo is None:
             operation.error = RuntimeError("This folder is not a Git repository.")
             operation.finished = True

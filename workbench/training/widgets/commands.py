@@ -11,8 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
+from workbench.qt.tasks import Operation
 from workbench.training.widgets.hparams_check import HPARAMS_SUFFIX
-from workbench.training.widgets.session import Operation, RunRow, TrainingSession
+from workbench.training.widgets.session import RunRow, TrainingSession
 
 STOPPABLE = ("starting", "running")
 

@@ -16,6 +16,8 @@ from typing import Any, Callable
 
 from PySide6.QtCore import QObject, Signal
 
+from workbench.qt.tasks import Operation
+
 log = logging.getLogger(__name__)
 
 
@@ -30,24 +32,6 @@ class RunRow:
     def id(self) -> str:
         return self.info.id
 
-
-class Operation:
-    """The handle of one service call a command started (for scripts and tests): ``finished``
-    once it is over, then ``result`` or ``error``."""
-
-    def __init__(self, name: str):
-        self.name = name
-        self.finished = False
-        self.result: Any = None
-        self.error: Exception | None = None
-
-    @property
-    def succeeded(self) -> bool:
-        return self.finished and self.error is None
-
-    def __repr__(self) -> str:
-        state = "running" if not self.finished else ("failed" if self.error else "done")
-        return f"<Training operation {self.name}: {state}>"
 
 
 class TrainingSession(QObject):
@@ -113,7 +97,7 @@ class TrainingSession(QObject):
              on_done: Callable[[Any], None] | None = None, **kwargs: Any) -> Operation:
         """Run ``service.<method>(*args, **kwargs)`` on a worker; then list the runs again.
         A failure is shown to the user (the service's message says what to do)."""
-        operation = Operation(name)
+        operation = Operation(name, "Training")
 
         def work():
             return getattr(self.service(), method)(*args, **kwargs)
