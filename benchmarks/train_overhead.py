@@ -181,6 +181,9 @@ def main() -> None:
     from workbench.training.run_spec import trainkit_root
 
     env = dict(os.environ)
+    # One compute thread on both sides: with torch's default of one per core, a run on a busy
+    # 2-core machine swings by several times, which drowns the overhead being measured.
+    env.setdefault("OMP_NUM_THREADS", "1")
     # The plain script imports the training helpers the way the Workbench run does.
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(trainkit_root()), env.get("PYTHONPATH", "")]))
     with tempfile.TemporaryDirectory(prefix="wb-train-overhead-") as scratch:

@@ -69,6 +69,7 @@ class HParams(dict):
 
     source: str = ""
     explicit: frozenset = frozenset()
+    overridden: frozenset = frozenset()  # the keys an override (--set) set last
 
     def __getattr__(self, name: str):
         try:
@@ -141,6 +142,7 @@ def load_hparams(path: str | Path | None = None, overrides: Iterable[str] = (),
         schema = project_schema(project_dir)
     values = dict(schema.defaults())
     explicit: set[str] = set()
+    overridden: set[str] = set()
     diagnostics: list[Diagnostic] = []
     source = ""
     if path is not None:
@@ -173,11 +175,13 @@ def load_hparams(path: str | Path | None = None, overrides: Iterable[str] = (),
             continue
         values[key] = _convert(schema[key], raw)
         explicit.add(key)
+        overridden.add(key)
     if any(d.severity == "error" for d in diagnostics):
         raise HParamsError(diagnostics)
     hparams = HParams(values)
     hparams.source = source
     hparams.explicit = frozenset(explicit)
+    hparams.overridden = frozenset(overridden)
     return hparams
 
 
@@ -193,7 +197,7 @@ def check_data_paths(hparams: dict, base_dir: str | Path, source: str = "") -> l
         data_root = base / Path(dataset_dir).expanduser()
         if not data_root.is_dir():
             what = "is a file, not a folder" if data_root.exists() else "does not exist"
-            problems.append(_diagnostic_at(source, "dataset_dir", (
+            problems.append(_diagnostic_at(hparams, source, "dataset_dir", (
                 f"dataset_dir {dataset_dir} {what} (looked in {data_root}); point it at the "
                 "folder that holds the dataset, or copy the data there first")))
             return problems
@@ -201,13 +205,15 @@ def check_data_paths(hparams: dict, base_dir: str | Path, source: str = "") -> l
                if not (data_root / Path(str(name)).expanduser()).exists()]
     if missing:
         shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
-        problems.append(_diagnostic_at(source, "train_files", (
+        problems.append(_diagnostic_at(hparams, source, "train_files", (
             f"train_files lists files that do not exist in {data_root}: {shown}")))
     return problems
 
 
-def _diagnostic_at(source: str, key: str, message: str) -> Diagnostic:
-    """A diagnostic on the line of ``source`` that sets ``key`` (or on the file as a whole)."""
+def _diagnostic_at(hparams: dict, source: str, key: str, message: str) -> Diagnostic:
+    """A diagnostic on the override or the line of ``source`` that set ``key``."""
+    if key in getattr(hparams, "overridden", ()):
+        return Diagnostic(f"--set {key}={format_value(hparams[key])}", 0, 0, 0, key, message)
     line, start, end = 0, 0, 0
     if source:
         try:

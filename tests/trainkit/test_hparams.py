@@ -162,5 +162,9 @@ def test_a_missing_dataset_folder_is_named_with_its_line(tmp_path):
     hp = load_hparams(None, ["dataset_dir=data/set", "train_files=a.rec,b.rec"], schema=FASTNN_SCHEMA)
     [problem] = check_data_paths(hp, tmp_path)
     assert problem.key == "train_files" and problem.message.endswith(": b.rec")
+    assert str(problem).startswith("--set train_files=a.rec,b.rec: train_files lists")
+    hp = load_hparams(path, ["dataset_dir=/gone"], schema=FASTNN_SCHEMA)
+    assert str(check_data_paths(hp, tmp_path, str(path))[0]).startswith(
+        "--set dataset_dir=/gone: dataset_dir /gone does not exist")
     assert check_data_paths(load_hparams(None, ["dataset_dir=data/set"], schema=FASTNN_SCHEMA),
                             tmp_path) == []
