@@ -223,3 +223,30 @@ def test_closing_a_window_is_not_a_crash_and_its_process_ends(workbench, two_pro
     wait_until(lambda: not is_alive(a["pid"]), 10, what="the closed window's process to end")
     wait_until(lambda: [w["project"] for w in workbench.windows()] == [str(second.resolve())], 10,
                what="the registry to forget the closed window")
+
+
+@pytest.mark.parametrize("route", ["reopen", "workbench open", "window started on its own"])
+def test_a_project_reopened_after_a_crash_leaves_no_crash_notice_or_crashed_entry(workbench, two_projects, route):
+    from workbench.app import launcher
+
+    first, _ = two_projects
+    workbench.run("open", str(first))
+    crashed = workbench.wait_for_project(first)
+    os.kill(crashed["pid"], signal.SIGKILL)
+    workbench.wait_for_project(first, state="crashed")
+    assert "digits closed unexpectedly" in workbench.call("hub.describe_welcome")["notice"]
+
+    if route == "reopen":
+        workbench.call("hub.reopen_window", {"window_id": crashed["window_id"]})
+    elif route == "workbench open":
+        workbench.run("open", str(first))
+    else:
+        # As `workbench open` starts one when it cannot reach the hub: it registers by itself.
+        launcher.spawn_window(launcher.new_window_id(), first)
+    reopened = workbench.wait_for_project(first)
+    assert reopened["pid"] != crashed["pid"]
+
+    wait_until(lambda: workbench.call("hub.describe_welcome")["notice"] == "", 10, what="the crash notice to go")
+    assert [(w["pid"], w["state"]) for w in workbench.windows() if w["project"] == str(first.resolve())] == [
+        (reopened["pid"], "ready")]
+    assert all("crashed" not in line for line in workbench.call("hub.describe_welcome")["windows"])

@@ -63,6 +63,56 @@ def test_a_folder_that_is_not_a_repository_offers_to_initialise_one(tmp_path, op
     assert git(root, "symbolic-ref", "--short", "HEAD").strip() == "main"
 
 
+def test_a_repository_made_in_a_terminal_replaces_the_initialise_view(tmp_path, open_window, qtbot):
+    root = tmp_path / "plain"
+    root.mkdir()
+    (root / "train.py").write_text("print('train')\n")
+    window = open_window(root)
+    panel, session = panel_of(window), session_of(window)
+    assert panel.pages.currentIndex() == 1
+
+    git(root, "init", "-q", "--initial-branch=main")  # outside the app: no click, no activation
+    wait_for(qtbot, lambda: session.repo is not None and session.status is not None, timeout=3000)
+    assert panel.pages.currentIndex() == 2
+    assert session.repo.root == root.resolve()
+    assert panel.group_paths("untracked") == ["train.py"]
+    assert window.commands.get("git.commit").is_enabled()
+    assert not window.commands.get("git.init").is_enabled()
+
+
+def test_a_repository_removed_in_a_terminal_falls_back_to_the_initialise_view(make_repo, open_window, qtbot):
+    import shutil
+
+    root = make_repo(files={"train.py": "print('train')\n"})
+    window = open_window(root)
+    panel, session = panel_of(window), session_of(window)
+    assert panel.pages.currentIndex() == 2
+
+    shutil.rmtree(root / ".git")
+    wait_for(qtbot, lambda: session.repo is None and panel.pages.currentIndex() == 1, timeout=3000)
+    assert window.commands.get("git.init").is_enabled()
+    assert not window.commands.get("git.commit").is_enabled()
+
+    panel.init_button.click()  # and the Initialise button works again
+    wait_for(qtbot, lambda: session.repo is not None and session.status is not None)
+    assert panel.pages.currentIndex() == 2 and panel.group_paths("untracked") == ["train.py"]
+
+
+def test_a_repository_made_around_the_project_is_found_when_the_window_is_activated(tmp_path, open_window, qtbot):
+    outer = tmp_path / "outer"
+    root = outer / "project"
+    root.mkdir(parents=True)
+    (root / "train.py").write_text("print('train')\n")
+    window = open_window(root)
+    panel, session = panel_of(window), session_of(window)
+    assert panel.pages.currentIndex() == 1
+
+    git(outer, "init", "-q", "--initial-branch=main")  # in a parent folder: nothing in the project changed
+    QApplication.sendEvent(window, QEvent(QEvent.Type.WindowActivate))
+    wait_for(qtbot, lambda: session.repo is not None and session.status is not None, timeout=3000)
+    assert session.repo.root == outer.resolve() and panel.pages.currentIndex() == 2
+
+
 def test_the_source_control_dock_shares_the_explorers_place_and_its_toggle_brings_it_forward(
         make_repo, open_window, qtbot):
     from PySide6.QtWidgets import QDockWidget, QTabBar

@@ -27,3 +27,22 @@ def test_a_crashed_window_is_offered_for_reopening(qtbot, tmp_path):
     assert reopen.args == ["w1"]
     window.windows_list.setCurrentRow(0)
     assert not window.reopen_button.isEnabled()
+
+
+def test_the_crash_notice_goes_when_the_crashed_window_leaves_the_list(qtbot, tmp_path):
+    window = WelcomeWindow(RecentProjects(tmp_path / "config"))
+    qtbot.addWidget(window)
+    digits = {"window_id": "w1", "pid": 42, "kind": "project", "project": "/p/digits", "state": "crashed"}
+    notes = {"window_id": "w2", "pid": 43, "kind": "project", "project": "/p/notes", "state": "crashed"}
+    window.set_windows([digits, notes])
+    window.offer_reopen(digits)
+    window.offer_reopen(notes)
+    assert "digits" in window.notice.text() and "notes" in window.notice.text()
+
+    # digits was opened again (from the recent list, `workbench open` …): a new window, no crash.
+    window.set_windows([notes, {**digits, "window_id": "w3", "pid": 44, "state": "ready"}])
+    assert not window.notice.isHidden()
+    assert "digits" not in window.notice.text() and "notes" in window.notice.text()
+    window.set_windows([{**digits, "window_id": "w3", "pid": 44, "state": "ready"}])
+    assert window.notice.isHidden()
+    assert window.describe()["notice"] == ""

@@ -190,6 +190,11 @@ class Hub(QObject):
         entries = self.registry.entries(include_spares=bool(params.get("all")))
         return {"windows": [e.to_json() for e in entries]}
 
+    def on_hub_describe_welcome(self, params: dict, link: RpcConnection) -> dict:
+        if self._welcome is None:
+            return {"visible": False, "notice": "", "windows": []}
+        return self._welcome.describe()
+
     def on_hub_reopen_window(self, params: dict, link: RpcConnection) -> dict:
         return self.reopen_window(str(params.get("window_id", "")))
 
@@ -231,6 +236,7 @@ class Hub(QObject):
         entry.title = params.get("title", entry.title)
         link.peer = {"window_id": window_id}
         self._links[window_id] = link
+        self._forget_crashes_of(entry)
         self._windows_changed()
         return {"hub_pid": os.getpid()}
 
@@ -242,6 +248,7 @@ class Hub(QObject):
             if "project" in params:
                 entry.project = params["project"]
                 entry.kind = params.get("kind", entry.kind)
+            self._forget_crashes_of(entry)
             self._windows_changed()
 
     def on_window_closing(self, params: dict, link: RpcConnection) -> None:
@@ -290,6 +297,15 @@ class Hub(QObject):
         else:
             entry.state = messages.STATE_UNREACHABLE
             self._windows_changed()
+
+    def _forget_crashes_of(self, entry: WindowEntry) -> None:
+        """A window of ``entry``'s project runs again, however it was started: the crashed
+        windows of that project are history (their unsaved edits are the new window's now)."""
+        if entry.project is None or entry.state == messages.STATE_CRASHED:
+            return
+        for crashed in self.registry.crashed_for_project(entry.project):
+            if crashed.window_id != entry.window_id:
+                self.registry.remove(crashed.window_id)
 
     def _forget(self, window_id: str) -> None:
         entry = self.registry.remove(window_id)

@@ -17,6 +17,7 @@ HUB_LIST_WINDOWS = "hub.list_windows"  # {all?} -> {windows: [entry...]}
 HUB_REOPEN_WINDOW = "hub.reopen_window"  # {window_id} -> {window_id, pid}
 HUB_WINDOW_COMMAND = "hub.window_command"  # {window_id, command, args} -> {result}
 HUB_DESCRIBE_WINDOW = "hub.describe_window"  # {window_id} -> what window.describe answers
+HUB_DESCRIBE_WELCOME = "hub.describe_welcome"  # -> {visible, notice, windows}
 WINDOW_REGISTER = "window.register"  # {window_id, pid, kind, project, state} -> {hub_pid}
 
 # Notifications sent to the hub.

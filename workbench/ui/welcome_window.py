@@ -100,6 +100,8 @@ class WelcomeWindow(QMainWindow):
         self.notice.setWordWrap(True)
         self.notice.setStyleSheet("background: #fff4ce; border: 1px solid #e0c060; padding: 6px;")
         self.notice.hide()
+        self._crashes: dict[str, dict] = {}
+        """The crashed windows the notice tells of, by window id."""
 
         lists = QVBoxLayout()
         lists.addWidget(self.notice)
@@ -165,18 +167,45 @@ class WelcomeWindow(QMainWindow):
             self.windows_list.addItem(item)
         self.windows_list.setVisible(bool(windows))
         self.no_windows.setVisible(not windows)
+        # A crash stops being news once its entry is gone (its project was opened again) or is
+        # no longer a crash.
+        crashed = {e.get("window_id") for e in windows if e.get("state") == messages.STATE_CRASHED}
+        self._crashes = {wid: e for wid, e in self._crashes.items() if wid in crashed}
+        self._show_crashes()
         self.refresh_recent()
         self._update_reopen_button()
 
     def offer_reopen(self, entry: dict) -> None:
         """Say that a window ended without closing and select it, ready to reopen."""
-        name = Path(entry["project"]).name if entry.get("project") else "A window"
-        self.notice.setText(f"{name} closed unexpectedly (pid {entry.get('pid')}). "
-                            "Its unsaved edits were kept. Select it below and press Reopen.")
-        self.notice.show()
+        self._crashes[entry.get("window_id")] = entry
+        self._show_crashes()
         for row in range(self.windows_list.count()):
             if self.windows_list.item(row).data(WINDOW_ROLE).get("window_id") == entry.get("window_id"):
                 self.windows_list.setCurrentRow(row)
+
+    def _show_crashes(self) -> None:
+        if not self._crashes:
+            self.notice.hide()
+            return
+        lines = []
+        for entry in self._crashes.values():
+            name = Path(entry["project"]).name if entry.get("project") else "A window"
+            lines.append(f"{name} closed unexpectedly (pid {entry.get('pid')}).")
+        if len(lines) == 1:
+            lines.append("Its unsaved edits were kept. Select it below and press Reopen.")
+        else:
+            lines.append("Their unsaved edits were kept. Select one below and press Reopen.")
+        self.notice.setText(" ".join(lines))
+        self.notice.show()
+
+    def describe(self) -> dict:
+        """What the window shows: whether it is visible, the crash notice ("" when hidden) and
+        the lines of the windows list."""
+        return {
+            "visible": self.isVisible(),
+            "notice": self.notice.text() if not self.notice.isHidden() else "",
+            "windows": [self.windows_list.item(row).text() for row in range(self.windows_list.count())],
+        }
 
     def show_error(self, message: str) -> None:
         from PySide6.QtCore import Qt
@@ -213,7 +242,8 @@ class WelcomeWindow(QMainWindow):
     def _reopen_selected(self) -> None:
         entry = self._selected_window()
         if entry and entry.get("state") == messages.STATE_CRASHED:
-            self.notice.hide()
+            self._crashes.pop(entry["window_id"], None)
+            self._show_crashes()
             self.sig_reopen_window.emit(entry["window_id"])
 
     def _window_activated(self, item: QListWidgetItem) -> None:

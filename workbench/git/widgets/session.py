@@ -5,13 +5,16 @@ Widgets (the Source Control panel, the branch button, the stash list, the comman
 runner (off the GUI thread), its error is shown with ``window.show_error`` (a ``GitError``
 message is written for users), and the status is refreshed after it, only for the touched
 paths when that is enough. The session also refreshes when a file is saved in an editor (that
-path only) and when the window is activated (in full, at most every few seconds).
+path only) and when the window is activated (in full, at most every few seconds). A repository
+made or removed outside the app (``git init`` or ``rm -rf .git`` in a terminal) is noticed by
+watching the project folder for its ``.git`` entry, and looked for again on window activation.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import os
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -103,6 +106,16 @@ class GitSession(QObject):
         self._periodic_timer = QTimer(self)
         self._periodic_timer.setInterval(PERIODIC_REFRESH_MS)
         self._periodic_timer.timeout.connect(self._on_periodic)
+        self._root_had_git: bool | None = None
+        """Whether the project folder had a .git entry when the repository was last looked for."""
+        # Only the project folder itself (one watch, not its tree): a .git entry appearing or
+        # going away is what makes the folder a repository or not.
+        self._root_watcher = QFileSystemWatcher(self)
+        self._root_watcher.directoryChanged.connect(lambda _path: self._root_timer.start())
+        self._root_timer = QTimer(self)
+        self._root_timer.setSingleShot(True)
+        self._root_timer.setInterval(WATCH_DEBOUNCE_MS)
+        self._root_timer.timeout.connect(self._on_root_settled)
         window.installEventFilter(self)
         window.tabs.currentChanged.connect(lambda _index: self._watch_editors())
         window.on_event(INDEX_CHANGED, self._on_index_changed)
@@ -112,15 +125,39 @@ class GitSession(QObject):
     # --- repository ---------------------------------------------------------------------------
 
     def open(self) -> None:
-        """Look for the repository of the project folder (in the background)."""
-        from workbench.git.repository import open_repository  # Git services load after the first paint.
+        """Look for the repository of the project folder (in the background), and look again
+        whenever a .git entry appears in it or goes away."""
+        root = str(self.window.project.root)
+        if root not in self._root_watcher.directories():
+            self._root_watcher.addPath(root)
+        self._look_for_repository()
 
-        self.window.tasks.run("git.open", open_repository, self.window.project.root,
-                              on_done=self._set_repository, on_error=self._on_open_failed)
+    def _look_for_repository(self) -> None:
+        if self.window.tasks.is_running("git.init"):
+            return  # the init sets the repository it made
+        root = self.window.project.root
+        self._root_had_git = _has_git_entry(root)
+        self.window.tasks.run("git.open", _find_repository, root, on_done=self._on_repository_found,
+                              on_error=self._on_open_failed)
+
+    def _on_repository_found(self, repo) -> None:
+        """``repo`` (None: no repository) was found; the views change only if it is another one."""
+        if self.opened and _same_repository(repo, self.repo):
+            return
+        self._set_repository(repo)
+
+    def _on_root_settled(self) -> None:
+        if _has_git_entry(self.window.project.root) != self._root_had_git:
+            self._look_for_repository()
 
     def _set_repository(self, repo) -> None:
         from workbench.git.status import StatusCache
 
+        if self._refreshing:
+            # A status of the repository being replaced: its answer must not show for the new one.
+            self.window.tasks.cancel("git.status")
+            self._refreshing = False
+            self.sig_refreshing_changed.emit(False)
         self.repo = repo
         self.cache = StatusCache(repo) if repo is not None else None
         self.status = self.state = None
@@ -138,8 +175,11 @@ class GitSession(QObject):
         from workbench.git.repository import NotARepository
 
         if not isinstance(error, NotARepository):
-            self._report(error)
-        self._set_repository(None)
+            if self.opened:
+                log.warning("Looking for the Git repository again failed: %s", error)  # nobody asked
+            else:
+                self._report(error)
+        self._on_repository_found(None)
 
     def init_repository(self) -> Operation:
         """Make the project folder a repository (``git init``) and start using it."""
@@ -149,6 +189,7 @@ class GitSession(QObject):
 
         def done(repo) -> None:
             operation.result, operation.finished = repo, True
+            self._root_had_git = _has_git_entry(self.window.project.root)
             self.window.statusBar().showMessage(f"Initialised a Git repository in {repo.root}", 5000)
             self._set_repository(repo)
 
@@ -390,15 +431,27 @@ class GitSession(QObject):
         self._refreshing = False
         log.warning("Git status failed: %s", error)
         self.sig_refreshing_changed.emit(False)
-        if self._pending_requested:
+        if self.repo is not None and not self.repo.git_dir.exists():
+            self._look_for_repository()  # removed from under us
+        elif self._pending_requested:
             self._refresh_timer.start(0)
 
     # --- what triggers a refresh --------------------------------------------------------------
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:
         if watched is self.window and event.type() == QEvent.Type.WindowActivate:
-            self.refresh()  # the user may have used git in a terminal
+            self._on_activated()
         return False
+
+    def _on_activated(self) -> None:
+        # The user may have used git in a terminal: changed the repository, made one (here or
+        # in a folder above, which no watcher sees) or removed it.
+        if not self.opened:
+            return
+        if self.repo is None or not self.repo.git_dir.exists():
+            self._look_for_repository()
+        else:
+            self.refresh()
 
     def _watch_git(self) -> None:
         """Watch .git/index, HEAD and the refs folders; git replaces these files (write a lock
@@ -422,6 +475,9 @@ class GitSession(QObject):
         self._watch_git()
         if self.repo is None or self.busy:
             return  # an operation's own refresh follows it
+        if not self.repo.git_dir.exists():
+            self._look_for_repository()  # removed (of a repository around the project too)
+            return
         if self._git_signature is not None and _git_signature(self.repo.git_dir) == self._git_signature:
             return  # our own status rewrote the index's stat data
         self.refresh(force=True)
@@ -461,6 +517,28 @@ class GitSession(QObject):
             return
         paths = data.get("paths") if isinstance(data, dict) else None
         self.refresh(paths=paths or None, force=True)
+
+
+def _find_repository(root: Path):
+    """The repository of ``root``, or None when it is in none (in a worker)."""
+    from workbench.git.repository import NotARepository, open_repository  # loaded after the first paint
+
+    try:
+        return open_repository(root)
+    except NotARepository:
+        return None
+
+
+def _same_repository(found, shown) -> bool:
+    if found is None or shown is None:
+        return found is shown
+    return found.git_dir == shown.git_dir
+
+
+def _has_git_entry(root: Path) -> bool:
+    """Whether ``root`` holds a .git folder or file (a stat: cheap enough for every change of
+    the folder)."""
+    return os.path.lexists(root / ".git")
 
 
 def _read_status(cache, paths: list[str] | None, cancel=None):
