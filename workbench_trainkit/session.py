@@ -26,16 +26,19 @@ on SIGTERM, torchrun, mixed precision and the log lines. A whole script::
 
 Where things go: with ``WORKBENCH_RUN_DIR`` set (Workbench starts the script), into that run
 folder; otherwise into ``--output-dir``, else the ``model_dir`` hyper-parameter, else
-``outputs/<script name>``. Each holds ``metrics.jsonl``, ``checkpoints/`` and ``outputs/``.
+``outputs/<script name>``. Each holds ``metrics.jsonl``, ``checkpoints/``, ``outputs/`` and, once
+the script has ended normally or stopped, ``outcome.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import random
 import sys
+import time
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -54,6 +57,9 @@ from workbench_trainkit.signals import StopFlag
 RUN_DIR_VARIABLE = "WORKBENCH_RUN_DIR"
 RESUME_VARIABLE = "WORKBENCH_RESUME_FROM"
 SETUP_ERROR_STATUS = 2
+# How the script ended, for whoever looks at the run folder later (Workbench, when the
+# process that watched the run is gone): {"state": "completed"|"stopped", "step": N, "time": T}.
+OUTCOME_FILE = "outcome.json"
 # Metrics that are a setting at a step rather than a measurement: logged as their last value,
 # not averaged over the steps since the previous line.
 NOT_AVERAGED = frozenset({"lr"})
@@ -153,13 +159,18 @@ class TrainingSession:
                        "autocast)", file=sys.stderr)
         return self
 
-    def finish(self) -> None:
-        """Close the metrics file, give the signals back and leave the torchrun group."""
+    def finish(self, completed: bool = True) -> None:
+        """Close the metrics file, give the signals back and leave the torchrun group.
+
+        Called after a normal end (``completed``; leaving the ``with`` block without an
+        exception does it), it also records the run as completed in ``outcome.json``."""
         if self._finished:
             return
         self._finished = True
         if self.metrics is not None:
             self.metrics.close()
+        if completed and self._started:
+            self._write_outcome("completed")
         self.stop_flag.uninstall()
         distributed.cleanup()
 
@@ -167,11 +178,11 @@ class TrainingSession:
         try:
             return self.start()
         except (TrainkitError, HParamsError) as exc:
-            self.finish()
+            self.finish(completed=False)
             _exit_with_error(exc, self.context)
 
     def __exit__(self, kind, exc, traceback) -> bool:
-        self.finish()
+        self.finish(completed=kind is None)
         if isinstance(exc, (TrainkitError, HParamsError)):
             _exit_with_error(exc, self.context)
         return False
@@ -370,8 +381,22 @@ class TrainingSession:
         if saved_step != self.step:
             path = self.checkpoint()
         self.print(f"stopped at step {self.step}; checkpoint {path}")
-        self.finish()
+        self._write_outcome("stopped")
+        self.finish(completed=False)
         raise SystemExit(0)
+
+    def _write_outcome(self, state: str) -> None:
+        """Write ``outcome.json`` (rank 0, atomically): how the script ended, at which step.
+        A failure to write it is not the run's failure: the run only loses that record."""
+        if not self.is_main:
+            return
+        record = json.dumps({"state": state, "step": self.step, "time": round(time.time(), 3)}) + "\n"
+        try:
+            checkpoints.write_file_atomically(self.run_dir / OUTCOME_FILE,
+                                              lambda file: file.write(record.encode("utf-8")))
+        except (checkpoints.WriteFailed, OSError) as failure:
+            print(f"warning: could not record the run's end in {self.run_dir / OUTCOME_FILE}: "
+                  f"{getattr(failure, 'reason', failure)}", file=sys.stderr, flush=True)
 
     # --- what a run leaves --------------------------------------------------------------
 

@@ -28,6 +28,8 @@ fail_at_step = { type = "int", default = 0, min = 0 }
 ignore_sigterm = { type = "bool", default = false }
 spawn_child = { type = "bool", default = false }
 write_metrics_file = { type = "bool", default = false }
+startup_seconds = { type = "float", default = 0, min = 0, help = "sleep before catching SIGTERM" }
+fail_message = { type = "str", default = "", help = "at fail_at_step: print this (no newline), exit 2" }
 """
 
 

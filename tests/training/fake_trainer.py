@@ -1,7 +1,7 @@
 """A trainer without torch, for run tests: prints ``step=N loss=… acc=…`` lines, checkpoints
 every few steps and on SIGTERM (as the training helpers do), resumes from
-WORKBENCH_RESUME_FROM, and can fail, ignore SIGTERM, start a grandchild or write
-metrics.jsonl itself. Its behaviour comes from its hyper-parameter file."""
+WORKBENCH_RESUME_FROM, and can fail, ignore SIGTERM, start a grandchild, write metrics.jsonl
+itself or take a while to start. Its behaviour comes from its hyper-parameter file."""
 
 import argparse
 import json
@@ -50,6 +50,8 @@ def main():
     report = print if rank == "0" else (lambda *args: None)
     checkpoint = save_checkpoint if rank == "0" else (lambda *args: None)
 
+    # A script still importing its libraries has no SIGTERM handler yet.
+    time.sleep(float(hp.get("startup_seconds", 0)))
     stop = []
     if hp.get("ignore_sigterm") == "true":
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
@@ -70,6 +72,10 @@ def main():
     for step in range(start + 1, steps + 1):
         time.sleep(delay)
         if step == fail_at:
+            if hp.get("fail_message"):  # as a message cut short by a full disk: no newline
+                sys.stderr.write(hp["fail_message"])
+                sys.stderr.flush()
+                sys.exit(2)
             raise ValueError(f"boom at step {step}")
         loss, acc = 1.0 / step, step / steps
         report(f"step={step} loss={loss:.4f} acc={acc:.3f}")

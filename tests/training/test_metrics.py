@@ -82,3 +82,24 @@ def test_the_error_line_is_the_exception_of_the_last_traceback_or_an_error_line(
                 "torch.distributed.elastic.multiprocessing.errors.ChildFailedError: \n=====\n")
     assert error_line(torchrun) == "RuntimeError: rank 1 broke"
     assert error_line("all fine\n") == ""
+
+
+def test_the_error_line_of_an_argparse_script_or_a_log_line_that_says_error():
+    argparse_text = ("usage: train.py [-h] [--epochs EPOCHS]\n"
+                     "train.py: error: unrecognized arguments: --hparams runs/1/run.hparams\n")
+    assert error_line(argparse_text) == "train.py: error: unrecognized arguments: --hparams runs/1/run.hparams"
+    assert error_line("loading\nERROR:root:no GPU found\ndone\n") == "ERROR:root:no GPU found"
+    # A traceback, when there is one, says more than a line that mentions an error.
+    assert error_line("2026 [W] socket error: retrying\nTraceback (most recent call last):\n"
+                      "  File \"t.py\", line 1\nOSError: gone\n") == "OSError: gone"
+
+
+def test_the_tail_of_a_log_starts_at_a_whole_line(tmp_path):
+    from workbench.training.log_text import tail_text
+
+    log = tmp_path / "stderr.log"
+    log.write_text("first segment\nerror: old\nsecond segment line\nerror: new\n")
+    start = len("first segment\nerror: old\n")
+    assert tail_text(log, start) == "second segment line\nerror: new\n"
+    assert tail_text(log, start, limit=15) == "error: new\n"  # cut inside a line: from the next one
+    assert tail_text(log, start, limit=11) == "error: new\n"  # cut at the start of one: kept

@@ -8,6 +8,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -157,6 +158,7 @@ def test_a_killed_supervisor_leaves_a_run_the_list_reconciles(service, project):
     wait_for(lambda: not process_alive(info.pid), timeout=20)
     lost = service.list_runs()[0]
     assert lost.state == "lost" and "supervisor was killed" in lost.error and lost.ended_at
+    assert "end was not seen" in lost.error and "outputs are kept" in lost.error
     assert "step=25" in (Path(info.run_dir) / "stdout.log").read_text()
 
 
@@ -235,3 +237,153 @@ def test_the_supervisor_imports_only_the_standard_library_and_the_training_servi
                and not name.startswith("workbench.training") and name not in
                ("workbench", "workbench.project", "workbench.project.atomic_file")]
     assert outside == []
+
+
+def test_resuming_in_the_same_run_keeps_its_start_and_adds_up_the_time_it_trained(service, project):
+    _set(project, "stop_at_step=30\nstep_seconds=0.05\n")
+    info = service.start()
+    wait_for(lambda: len(_steps(Path(info.run_dir) / "metrics.jsonl")) >= 7)
+    service.stop(info.id)
+    stopped = service.wait(info.id, timeout=20)
+    first_part = stopped.duration
+    assert stopped.state == "stopped" and first_part > 0 and stopped.resumes == []
+    time.sleep(1.5)  # the run waits to be resumed: not training time
+
+    resumed = service.resume(info.id)
+    step = resumed.resumes[0]["step"]
+    assert resumed.started_at == stopped.started_at and resumed.resumes == [{"step": step,
+                                                                             "time": pytest.approx(time.time(), abs=5)}]
+    assert resumed.duration >= first_part  # it goes on from the time trained so far
+    done = service.wait(info.id, timeout=30)
+    assert done.state == "completed" and done.started_at == stopped.started_at
+    assert done.segment_started_at > stopped.ended_at and done.active_seconds == pytest.approx(first_part)
+    second_part = done.ended_at - done.segment_started_at
+    assert done.duration == pytest.approx(first_part + second_part)
+    assert done.duration < done.ended_at - done.started_at - 1.0  # the pause is not counted
+    assert service.list_runs()[0].resumes == done.resumes  # the history has them too
+
+
+def test_a_run_json_from_before_resumes_were_recorded_still_loads():
+    from workbench.training import RunInfo
+
+    old = {"id": "20260101-000000-000", "state": "stopped", "run_dir": "/x", "project_dir": "/",
+           "started_at": 100.0, "ended_at": 130.0, "resumed_from": None}
+    info = RunInfo.from_json(old)
+    assert info.resumes == [] and info.active_seconds == 0.0 and info.duration == 30.0
+
+
+def test_a_completed_run_is_resumed_only_as_a_new_run_with_more_steps(service, project):
+    _set(project, "stop_at_step=10\nstep_seconds=0.01\n")
+    done = service.wait(service.start().id, timeout=30)
+    model = Path(done.run_dir) / "outputs" / "model.pt"
+    model.write_text("trained weights")
+    assert done.state == "completed" and not done.can_resume and done.can_resume_as_new
+
+    with pytest.raises(TrainingError) as refused:
+        service.resume(done.id)
+    message = str(refused.value)
+    assert "cannot be resumed in the same run" in message and "as a new run" in message
+    assert f"workbench runs resume {done.id} --new --set num_epochs=" in message
+    assert model.read_text() == "trained weights" and service.get(done.id).state == "completed"
+    with pytest.raises(TrainingError, match="--new"):
+        service.resume(done.id, overrides=["stop_at_step=15"])  # the same run keeps its hyper-parameters
+    with pytest.raises(TrainingError, match="stop_at_stepp"):
+        service.resume(done.id, new_run=True, overrides=["stop_at_stepp=15"])
+    assert [run.id for run in service.list_runs()] == [done.id]  # a refused resume leaves nothing
+
+    more = service.resume(done.id, new_run=True, overrides=["stop_at_step=15"])
+    finished = service.wait(more.id, timeout=30)
+    assert finished.state == "completed" and finished.resumed_from == f"{done.id}@10"
+    assert finished.overrides == ["stop_at_step=15"] and finished.hparams["stop_at_step"] == 15
+    assert "stop_at_step=15" in (Path(finished.run_dir) / "tiny.hparams").read_text()
+    assert _steps(Path(finished.run_dir) / "metrics.jsonl") == list(range(1, 16))
+    assert "resumed from step 10" in (Path(finished.run_dir) / "stdout.log").read_text()
+    assert model.read_text() == "trained weights"  # the completed run is as it was
+
+
+def test_a_stop_before_the_trainer_catches_it_says_why_the_run_cannot_resume(service, project):
+    _set(project, "stop_at_step=20\nstep_seconds=0.01\nstartup_seconds=5\n")
+    info = service.start()
+    service.stop(info.id)
+    stopped = service.wait(info.id, timeout=20)
+    assert stopped.state == "stopped" and stopped.exit_code == -signal.SIGTERM
+    assert "before its first checkpoint" in stopped.error and "start it again" in stopped.error
+    assert not stopped.can_resume and not stopped.can_resume_as_new
+
+
+def test_after_a_resume_the_error_and_the_log_hold_only_that_segment_s_own_lines(service, project):
+    message = "error: could not write checkpoint step-7 (free some space, then resume)"
+    _set(project, f"stop_at_step=10\nstep_seconds=0.01\nfail_at_step=7\nfail_message={message}\n")
+    first = service.wait(service.start().id, timeout=30)
+    assert first.state == "failed" and first.error == message and first.can_resume
+    again = service.wait(service.resume(first.id).id, timeout=30)  # the disk is still full
+    assert again.state == "failed" and again.error == message
+    assert (Path(first.run_dir) / "stderr.log").read_text().splitlines() == [message, message]
+
+
+def test_a_script_that_takes_no_arguments_gets_none(tmp_path):
+    project = tmp_path / "plain"
+    project.mkdir()
+    (project / "workbench.toml").write_text('[project]\nname = "plain"\n\n[training]\nscript = "train.py"\n')
+    (project / "train.py").write_text(
+        "import argparse\nargparse.ArgumentParser().parse_args()\nprint('step=1 loss=0.5')\n")
+    service = RunService(project)
+    info = service.wait(service.start().id, timeout=30)
+    assert info.state == "completed", (Path(info.run_dir) / "stderr.log").read_text()
+    assert info.command[1:] == ["train.py"] and info.final_metrics["loss"] == 0.5
+
+    # With a hyper-parameter file the script gets --hparams; one that does not know it fails
+    # with argparse's own words.
+    (project / "my.hparams").write_text("batch_size=8\n")
+    failed = service.wait(service.start(hparams_file="my.hparams").id, timeout=30)
+    assert failed.state == "failed" and failed.exit_code == 2
+    assert failed.error == f"train.py: error: unrecognized arguments: --hparams runs/{failed.id}/my.hparams"
+
+
+def test_training_args_name_the_hparams_file_and_the_run_folder(tmp_path):
+    project = tmp_path / "args"
+    project.mkdir()
+    (project / "workbench.toml").write_text(
+        '[project]\nname = "args"\n\n[training]\nscript = "train.py"\nhparams = "my.hparams"\n'
+        'args = ["--config", "{hparams}", "--out={run_dir}/outputs"]\n')
+    (project / "my.hparams").write_text("batch_size=8\n")
+    (project / "train.py").write_text(
+        "import argparse, pathlib\n"
+        "parser = argparse.ArgumentParser()\nparser.add_argument('--config')\nparser.add_argument('--out')\n"
+        "args = parser.parse_args()\n"
+        "text = pathlib.Path(args.config).read_text()\n"
+        "(pathlib.Path(args.out) / 'config.txt').write_text(text)\n")
+    service = RunService(project)
+    info = service.wait(service.start(overrides=["batch_size=4"]).id, timeout=30)
+    assert info.state == "completed", (Path(info.run_dir) / "stderr.log").read_text()
+    assert info.command[1:] == ["train.py", "--config", f"runs/{info.id}/my.hparams",
+                                f"--out=runs/{info.id}/outputs"]
+    assert "batch_size=4" in (Path(info.run_dir) / "outputs" / "config.txt").read_text()
+
+    (project / "workbench.toml").write_text(
+        '[project]\nname = "args"\n\n[training]\nscript = "train.py"\nargs = ["--fast"]\n')
+    with pytest.raises(TrainingError, match=r"\{hparams\}"):
+        service.start(overrides=["batch_size=4"])  # the override could not reach the script
+    (project / "workbench.toml").write_text('[project]\nname = "args"\n\n[training]\nargs = "--fast"\n')
+    with pytest.raises(TrainingError, match="list of strings"):
+        service.start()
+
+
+def test_outside_a_project_or_without_a_script_the_start_says_what_is_missing(tmp_path):
+    with pytest.raises(TrainingError, match="not a Workbench project.*workbench new"):
+        RunService(tmp_path).start()
+    (tmp_path / "workbench.toml").write_text('[project]\nname = "x"\n')
+    with pytest.raises(TrainingError, match=r"no \[training\] script"):
+        RunService(tmp_path).start()
+
+
+def test_a_run_being_resumed_long_after_its_creation_is_not_taken_for_lost(service, project):
+    _set(project, "stop_at_step=10\nstep_seconds=0.01\nfail_at_step=7\n")
+    failed = service.wait(service.start().id, timeout=30)
+    folder = Path(failed.run_dir)
+    # Resumed a day after it was created, listed before its supervisor has recorded itself.
+    data = json.loads((folder / "run.json").read_text())
+    data.update(state="starting", created_at=time.time() - 86400, supervisor_pid=None, supervisor_start=None,
+                pid=None, pgid=None, resumes=[{"step": 5, "time": time.time()}])
+    (folder / "run.json").write_text(json.dumps(data))
+    assert service.get(failed.id).state == "starting"

@@ -128,3 +128,70 @@ def test_runs_commands_say_in_one_line_what_is_wrong(project):
         code, output = invoke(*args, "--project", str(project))
         assert code == 1 and output.strip().startswith("workbench: ") and fragment in output, output
     assert "train" in workbench("--help").stdout and workbench("runs", "--help").returncode == 0
+
+
+def test_a_refused_start_prints_every_problem_and_the_warnings(project):
+    (project / "bad.hparams").write_text("stop_at_step=5\nstop_at_step=6\noptimizer=adamm\nlerning_rate=0.1\n")
+    result = workbench("train", str(project), "--hparams", str(project / "bad.hparams"))
+    assert result.returncode == 1 and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert lines[0].startswith("warning: bad.hparams:2: stop_at_step is set again")
+    assert lines[1].startswith("bad.hparams:3: ") and "adam" in lines[1]
+    assert lines[2].startswith("bad.hparams:4: ") and "learning_rate" in lines[2]
+    assert lines[3] == "workbench: Not started: 2 problems with the hyper-parameters (above). Fix them and start again."
+    assert len(lines) == 4
+
+    (project / "twice.hparams").write_text("stop_at_step=2\nstep_seconds=0\nstop_at_step=3\n")
+    started = workbench("train", str(project), "--hparams", str(project / "twice.hparams"))
+    assert started.returncode == 0, started.stderr
+    assert started.stderr.splitlines()[0].startswith("warning: twice.hparams:3: stop_at_step is set again")
+    assert "step=3 loss=" in started.stdout
+
+
+def test_outside_a_project_the_commands_say_so_and_how_to_make_one(tmp_path):
+    for args in (["runs", "list"], ["train"]):
+        result = workbench(*args, cwd=tmp_path)
+        assert result.returncode == 1, result
+        message = result.stderr.strip()
+        assert message.startswith(f"workbench: {tmp_path} is not a Workbench project"), message
+        assert "workbench.toml" in message and "workbench new" in message and len(message.splitlines()) == 1
+    (tmp_path / "workbench.toml").write_text('[project]\nname = "no-script"\n')
+    result = workbench("train", cwd=tmp_path)
+    assert result.returncode == 1 and "no [training] script" in result.stderr
+
+
+def test_runs_show_tells_the_resumes_and_a_completed_run_goes_on_as_a_new_run(project):
+    _set(project, "stop_at_step=30\nstep_seconds=0.05\n")
+    service = RunService(project)
+    info = service.start()
+    wait_for(lambda: "step=6 " in (Path(info.run_dir) / "stdout.log").read_text())
+    service.stop(info.id)
+    first = service.wait(info.id, timeout=20)
+    service.wait(service.resume(info.id).id, timeout=30)
+    code, output = invoke("runs", "show", info.id, "--project", str(project))
+    rows = dict(line.split(":", 1) for line in output.splitlines())
+    step = service.get(info.id).resumes[0]["step"]
+    assert rows["resumes"].strip().startswith(f"at step {step} on ")
+    assert rows["started"].strip() == time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(first.started_at))
+    assert rows["can resume"].strip() == "as a new run"
+
+    code, output = invoke("runs", "resume", info.id, "--project", str(project))
+    assert code == 1 and "--new --set num_epochs=" in output
+    code, output = invoke("runs", "resume", info.id, "--new", "--set", "stop_at_step=33", "--set", "step_seconds=0",
+                          "--json", "--project", str(project))
+    assert code == 0, output
+    more = service.wait(json.loads(output)["id"], timeout=30)
+    assert more.state == "completed" and more.final_metrics["step"] == 33
+    assert more.overrides == ["stop_at_step=33", "step_seconds=0"]
+
+
+def test_a_run_stopped_while_starting_is_told_as_not_resumable(project):
+    _set(project, "stop_at_step=20\nstep_seconds=0.01\nstartup_seconds=5\n")
+    service = RunService(project)
+    info = service.start()
+    code, output = invoke("runs", "stop", info.id, "--project", str(project))
+    assert code == 0 and "no checkpoint yet" in output and "after its current step and checkpoint" not in output
+    service.wait(info.id, timeout=20)
+    code, output = invoke("runs", "show", info.id, "--project", str(project))
+    assert "state:        stopped" in output and "can resume:   no" in output
+    assert "error:        stopped before its first checkpoint, so it cannot be resumed; start it again" in output

@@ -110,6 +110,24 @@ def test_a_stop_between_epochs_reuses_the_epoch_checkpoint(tiny_project, tmp_pat
     assert lines[-1] == f"stopped at step 6; checkpoint {tmp_path}/run/checkpoints/step-00000006.pt"
 
 
+def test_the_run_folder_records_how_the_script_ended(tiny_project, tmp_path, monkeypatch, capsys):
+    status, _, errors = train_here(tiny_project, monkeypatch, capsys,
+                                   WORKBENCH_RUN_DIR=tmp_path / "done")
+    assert status == 0, errors
+    outcome = json.loads((tmp_path / "done" / "outcome.json").read_text())
+    assert outcome["state"] == "completed" and outcome["step"] == 18 and outcome["time"] > 0
+
+    status, _, _ = train_here(tiny_project, monkeypatch, capsys, WORKBENCH_RUN_DIR=tmp_path / "stopped",
+                              TINY_STOP_AT=8)
+    assert status == 0
+    outcome = json.loads((tmp_path / "stopped" / "outcome.json").read_text())
+    assert outcome["state"] == "stopped" and outcome["step"] == 8
+
+    status, _, _ = train_here(tiny_project, monkeypatch, capsys, WORKBENCH_RUN_DIR=tmp_path / "failed",
+                              WORKBENCH_RESUME_FROM=tmp_path / "nothing.pt")
+    assert status == 2 and not (tmp_path / "failed" / "outcome.json").exists()  # no end worth recording
+
+
 def test_a_bad_hyperparameter_is_one_error_line_and_status_2(tiny_project, monkeypatch, capsys):
     status, lines, errors = train_here(tiny_project, monkeypatch, capsys,
                                        "--set", "num_epochs=two")

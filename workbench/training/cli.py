@@ -28,17 +28,19 @@ _RUN = click.argument("run")
 
 def project_root(path: Path | None) -> Path:
     """The project that holds ``path`` (default: the current folder): the nearest folder at or
-    above it with a workbench.toml, or ``path`` itself when there is none."""
+    above it with a workbench.toml; TrainingError (saying how to make one) when there is none."""
+    from workbench.training.errors import TrainingError
+
     start = (path or Path.cwd()).expanduser().absolute()
     if not start.exists():
-        from workbench.training.errors import TrainingError
-
         raise TrainingError(f"{start} does not exist. Give the folder of a project.")
     folder = start if start.is_dir() else start.parent
     for candidate in (folder, *folder.parents):
         if (candidate / "workbench.toml").is_file():
             return candidate
-    return folder
+    from workbench.training.run_spec import not_a_project_message
+
+    raise TrainingError(not_a_project_message(folder))
 
 
 def _service(project: Path | None):
@@ -49,7 +51,39 @@ def _service(project: Path | None):
 
 def _run_data(info) -> dict:
     return {**info.to_json(), "duration": info.duration, "is_active": info.is_active,
-            "can_resume": info.can_resume}
+            "can_resume": info.can_resume, "can_resume_as_new": info.can_resume_as_new}
+
+
+def _start(service, hparams_file, overrides, nproc: int):
+    """``service.start``, printing the hyper-parameters' warnings (``warning: file:line: …``)
+    and, when the start is refused, every problem one a line before the summary."""
+    from workbench.training.errors import TrainingError
+
+    try:
+        info = service.start(hparams_file, overrides, nproc)
+    except TrainingError as exc:
+        if exc.diagnostics:
+            raise TrainingError(_print_problems(exc, service.project_dir), exc.diagnostics) from None
+        raise
+    for warning in info.warnings:
+        click.echo(f"warning: {warning}", err=True)
+    return info
+
+
+def _print_problems(refused, project_dir: Path) -> str:
+    """Print the warnings and (when more than one) the errors of a refused start to stderr;
+    returns the one-line summary."""
+    from workbench.training.run_spec import format_diagnostic
+
+    errors = [d for d in refused.diagnostics if d.severity == "error"]
+    for diagnostic in refused.diagnostics:
+        if diagnostic.severity != "error":
+            click.echo(f"warning: {format_diagnostic(diagnostic, project_dir)}", err=True)
+        elif len(errors) > 1:
+            click.echo(format_diagnostic(diagnostic, project_dir), err=True)
+    if len(errors) > 1:
+        return f"Not started: {len(errors)} problems with the hyper-parameters (above). Fix them and start again."
+    return str(refused)
 
 
 def _echo_json(data) -> None:
@@ -82,7 +116,7 @@ def train_command(project: Path | None, hparams_file: Path | None, nproc: int, o
     if hparams_file is not None:
         hparams_file = hparams_file.expanduser().absolute()
     if detach:
-        info = service.start(hparams_file, overrides, nproc)
+        info = _start(service, hparams_file, overrides, nproc)
         if as_json:
             _echo_json(_run_data(info))
         else:
@@ -91,7 +125,7 @@ def train_command(project: Path | None, hparams_file: Path | None, nproc: int, o
         return
     # Caught from before the start: a Ctrl+C while the run starts stops it once it has.
     with CtrlC() as ctrl_c:
-        info = service.start(hparams_file, overrides, nproc)
+        info = _start(service, hparams_file, overrides, nproc)
         if not as_json:
             click.echo(f"Run {info.id} started in {info.run_dir}")
         _finish_in_foreground(service, info, as_json, ctrl_c)
@@ -271,6 +305,8 @@ def list_command(project: Path | None, as_json: bool) -> None:
     for info in runs:
         duration = _duration(info.duration) if info.duration is not None else "-"
         extra = f"  (from {info.resumed_from})" if info.resumed_from else ""
+        if info.resumes:
+            extra += f"  (resumed at step {', '.join(str(resume.get('step', '?')) for resume in info.resumes)})"
         lines.append(f"{info.id:<20} {info.state:<11} {duration:>9}  {_metrics_text(info.final_metrics)}{extra}")
     click.echo("\n".join(lines))
 
@@ -296,12 +332,22 @@ def show_command(run: str, project: Path | None, as_json: bool) -> None:
         ("git", (f"{info.git_commit[:12]}{' (with uncommitted changes)' if info.git_dirty else ''}"
                  if info.git_commit else "-")),
         ("resumed from", info.resumed_from or "-"),
+        ("resumes", "; ".join(_resume_text(resume) for resume in info.resumes) or "-"),
         ("metrics", " ".join(f"{k}={_number(v)}" for k, v in info.final_metrics.items()) or "-"),
-        ("can resume", "yes" if info.can_resume else "no"),
+        ("can resume", "yes" if info.can_resume else ("as a new run" if info.can_resume_as_new else "no")),
     ]
     if info.error:
         rows.append(("error", info.error))
     click.echo("\n".join(f"{name + ':':<14}{value}" for name, value in rows))
+
+
+def _resume_text(resume: dict) -> str:
+    """One resume in the same run: ``at step 490 on 2026-05-09 14:30:12``."""
+    when = resume.get("time")
+    text = f"at step {resume.get('step', '?')}"
+    if isinstance(when, (int, float)):
+        text += f" on {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(when))}"
+    return text
 
 
 @runs_group.command("logs")
@@ -326,9 +372,14 @@ def logs_command(run: str, project: Path | None, follow: bool) -> None:
 @_JSON
 def stop_command(run: str, project: Path | None, as_json: bool) -> None:
     """Ask RUN to checkpoint and exit (it can be resumed later)."""
-    info = _service(project).stop(run)
+    service = _service(project)
+    has_checkpoint = service.run_folder(run).latest_checkpoint() is not None
+    info = service.stop(run)
     if as_json:
         _echo_json(_run_data(info))
+    elif not has_checkpoint:
+        click.echo(f"Stopping run {info.id}: it has no checkpoint yet, so unless it saves one as it stops (the "
+                   "training helpers do), it cannot be resumed. `workbench runs show` says how it ended.")
     else:
         click.echo(f"Stopping run {info.id}: it exits after its current step and checkpoint.")
 
@@ -350,10 +401,17 @@ def terminate_command(run: str, project: Path | None, as_json: bool) -> None:
 @_RUN
 @_PROJECT
 @click.option("--new", "new_run", is_flag=True, help="Continue in a new run instead of RUN itself.")
+@click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
+              help="With --new: change one hyper-parameter of the new run, e.g. num_epochs=20 (repeatable).")
 @click.option("-f", "--follow", is_flag=True, help="Print its output until it ends, as `workbench train` does.")
 @_JSON
-def resume_command(run: str, project: Path | None, new_run: bool, follow: bool, as_json: bool) -> None:
-    """Continue RUN from its last checkpoint."""
+def resume_command(run: str, project: Path | None, new_run: bool, overrides: tuple[str, ...], follow: bool,
+                   as_json: bool) -> None:
+    """Continue RUN from its last checkpoint.
+
+    A completed run goes on only as a new run (--new), e.g. with more epochs:
+    `workbench runs resume RUN --new --set num_epochs=20`.
+    """
     service = _service(project)
     offsets = (0, 0)
     if not new_run:  # the log goes on in the same files: show only what this resume prints
@@ -361,10 +419,10 @@ def resume_command(run: str, project: Path | None, new_run: bool, follow: bool, 
         offsets = (_size(folder.stdout_log), _size(folder.stderr_log))
     if follow:
         with CtrlC() as ctrl_c:
-            info = service.resume(run, new_run=new_run)
+            info = service.resume(run, new_run=new_run, overrides=overrides)
             _finish_in_foreground(service, info, as_json, ctrl_c, offsets)
         return
-    info = service.resume(run, new_run=new_run)
+    info = service.resume(run, new_run=new_run, overrides=overrides)
     if as_json:
         _echo_json(_run_data(info))
     else:

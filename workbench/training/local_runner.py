@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -21,10 +20,10 @@ from workbench.project.atomic_file import write_text_atomically
 from workbench.training.errors import TrainingError
 from workbench.training.git_snapshot import take_snapshot
 from workbench.training.log_text import tail_text
-from workbench.training.processes import is_same_process, signal_group
+from workbench.training.processes import is_same_process, kill_run, stop_run
 from workbench.training.run_folder import RunFolder, create_run_folder
-from workbench.training.run_info import FAILED, STARTING, STOPPING, TERMINATED, RunInfo
-from workbench.training.run_spec import prepare_run, trainer_command, trainer_environment
+from workbench.training.run_info import COMPLETED, FAILED, STARTING, STOPPING, TERMINATED, RunInfo
+from workbench.training.run_spec import prepare_resume, prepare_run, trainer_environment
 from workbench.training.run_store import RunStore
 
 # A supervisor has this long to start the trainer (Python start-up on a loaded machine).
@@ -46,12 +45,11 @@ class LocalRunner:
         folder = create_run_folder(self.project_dir)
         try:
             write_text_atomically(folder.path / spec.hparams_name, spec.hparams_text)
-            hparams_path = str(Path("runs") / folder.id / spec.hparams_name)
-            command = trainer_command(spec.python, spec.script, hparams_path, nproc)
+            command = spec.command(str(Path("runs") / folder.id))
             info = RunInfo(id=folder.id, state=STARTING, run_dir=str(folder.path), project_dir=str(self.project_dir),
                            script=spec.script, hparams_file=spec.hparams_file, overrides=spec.overrides,
                            nproc=nproc, command=command, created_at=time.time(), hparams=spec.hparams,
-                           hparams_copy=spec.hparams_name)
+                           hparams_copy=spec.hparams_name, warnings=list(spec.warnings))
             self._prepare(folder, info, command, resume_from=None)
         except BaseException:
             shutil.rmtree(folder.path, ignore_errors=True)
@@ -112,7 +110,7 @@ class LocalRunner:
         folder.stop_requested.touch()
         current = self._with_group(folder, info)
         if current.pgid:
-            signal_group(current.pgid, current.pid_start, signal.SIGTERM)
+            stop_run(current.pgid, current.pid_start, current.nproc)
         # (While it is starting, the supervisor sends the signal once it has a process group.)
         current.state = STOPPING
         return current
@@ -124,7 +122,7 @@ class LocalRunner:
         folder.terminate_requested.touch()
         current = self._with_group(folder, info)
         if current.pgid:
-            signal_group(current.pgid, current.pid_start, signal.SIGKILL)
+            kill_run(current.pgid, current.pid_start)
         deadline = time.monotonic() + TERMINATE_WAIT_S
         while time.monotonic() < deadline:
             current = folder.read_info()
@@ -153,8 +151,10 @@ class LocalRunner:
     # -----------------------------------------------------------------------------------------
     # resume
 
-    def resume(self, info: RunInfo, new_run: bool = False) -> RunInfo:
-        """Continue ``info`` from its last checkpoint: in the same run folder, or in a new run."""
+    def resume(self, info: RunInfo, new_run: bool = False, overrides=()) -> RunInfo:
+        """Continue ``info`` from its last checkpoint: in the same run folder, or in a new run
+        (with ``overrides`` of its hyper-parameters, e.g. more epochs)."""
+        overrides = list(overrides)
         if info.is_active:
             raise TrainingError(f"Run {info.id} is still {info.state}. Stop it before resuming it.")
         folder = RunFolder(info.run_dir)
@@ -162,18 +162,29 @@ class LocalRunner:
         if latest is None:
             raise TrainingError(f"Run {info.id} has no checkpoint to resume from (its trainer saved none). "
                                 "Start a new run instead.")
+        if not new_run and info.state == COMPLETED:
+            raise TrainingError(f"Run {info.id} completed, so it cannot be resumed in the same run (its end would "
+                                "run again and replace its outputs). To train it further, resume it as a new run "
+                                f"with more epochs: `workbench runs resume {info.id} --new "
+                                f"--set num_epochs={_more_epochs(info)}`.")
+        if not new_run and overrides:
+            raise TrainingError(f"Changed hyper-parameters ({' '.join(overrides)}) need a new run: resume run "
+                                f"{info.id} as a new run (`workbench runs resume {info.id} --new --set …`).")
         step = int(latest.get("step", 0))
         if new_run:
-            return self._resume_as_new_run(info, folder, latest["path"], step)
+            return self._resume_as_new_run(info, folder, latest["path"], step, overrides)
         keep_metrics_up_to(folder.metrics, step)
-        for request in (folder.stop_requested, folder.terminate_requested):
-            request.unlink(missing_ok=True)
+        for stale in (folder.stop_requested, folder.terminate_requested, folder.outcome_json):
+            stale.unlink(missing_ok=True)
         with open(folder.stdout_log, "a", encoding="utf-8") as log:
             log.write(f"workbench: resuming from {Path(latest['path']).name} (step {step})\n")
         folder.write_command(info.command, str(self.project_dir),
                              trainer_environment(folder.path, folder.id, latest["path"]))
+        # The run keeps its start; the time trained so far is kept, and the next segment adds to it.
+        info.active_seconds = info.duration or 0.0
+        info.resumes = [*info.resumes, {"step": step, "time": round(time.time(), 3)}]
         info.state = STARTING
-        for name in ("started_at", "ended_at", "exit_code", "pid", "pgid", "pid_start", "supervisor_pid",
+        for name in ("segment_started_at", "ended_at", "exit_code", "pid", "pgid", "pid_start", "supervisor_pid",
                      "supervisor_start"):
             setattr(info, name, None)
         info.error = ""
@@ -181,27 +192,39 @@ class LocalRunner:
         self.store.put(info)
         return self._launch(folder, info)
 
-    def _resume_as_new_run(self, old: RunInfo, old_folder: RunFolder, checkpoint: str, step: int) -> RunInfo:
+    def _resume_as_new_run(self, old: RunInfo, old_folder: RunFolder, checkpoint: str, step: int,
+                           overrides: list[str]) -> RunInfo:
         folder = create_run_folder(self.project_dir)
         try:
-            old_hparams = old_folder.path / old.hparams_copy if old.hparams_copy else None
-            if old_hparams is not None and old_hparams.is_file():
-                shutil.copyfile(old_hparams, folder.path / old.hparams_copy)
-            old_path = str(Path("runs") / old.id / old.hparams_copy)
-            new_path = str(Path("runs") / folder.id / old.hparams_copy)
-            command = [new_path if part == old_path else part for part in old.command]
+            name = old.hparams_copy or "run.hparams"
+            base = old_folder.path / name
+            if not base.is_file():  # deleted by hand: its values are in run.json
+                from workbench_trainkit.hparams import format_hparams
+
+                base = folder.path / name
+                write_text_atomically(base, format_hparams(old.hparams))
+            spec = prepare_resume(self.project_dir, old.script, old.nproc, base, old.hparams_file, old.hparams,
+                                  old.overrides, overrides)
+            write_text_atomically(folder.path / spec.hparams_name, spec.hparams_text)
+            command = spec.command(str(Path("runs") / folder.id))
             if old_folder.metrics.exists():
                 keep_metrics_up_to(old_folder.metrics, step, into=folder.metrics)
             info = RunInfo(id=folder.id, state=STARTING, run_dir=str(folder.path), project_dir=str(self.project_dir),
-                           script=old.script, hparams_file=old.hparams_file, overrides=list(old.overrides),
+                           script=old.script, hparams_file=old.hparams_file, overrides=spec.overrides,
                            nproc=old.nproc, command=command, created_at=time.time(),
-                           resumed_from=f"{old.id}@{step}", hparams=dict(old.hparams),
-                           hparams_copy=old.hparams_copy, metrics_source=old.metrics_source)
+                           resumed_from=f"{old.id}@{step}", hparams=spec.hparams,
+                           hparams_copy=spec.hparams_name, metrics_source=old.metrics_source)
             self._prepare(folder, info, command, resume_from=checkpoint)
         except BaseException:
             shutil.rmtree(folder.path, ignore_errors=True)
             raise
         return self._launch(folder, info)
+
+
+def _more_epochs(info: RunInfo) -> int:
+    """A number of epochs to suggest for training a completed run further."""
+    epochs = info.hparams.get("num_epochs")
+    return 2 * epochs if isinstance(epochs, int) and not isinstance(epochs, bool) and epochs > 0 else 20
 
 
 def keep_metrics_up_to(path: Path, step: int, into: Path | None = None) -> None:

@@ -7,6 +7,8 @@
     stdout.log        what the trainer printed (appended to on resume);  stderr.log likewise
     metrics.jsonl     one JSON record a line
     checkpoints/      step-XXXXXXXX.pt and latest.json;  outputs/: the final model and more
+    outcome.json      how the trainer itself says it ended, written by the training helpers:
+                      {"state": "completed"|"stopped", "step": N, "time": ...}
     stop-requested    written just before the runner asks the trainer to stop (SIGTERM)
     terminate-requested   written just before the runner kills the process group
     supervisor.log    what the supervisor itself printed (empty unless it broke)
@@ -24,6 +26,8 @@ from workbench.training.errors import TrainingError
 from workbench.training.run_info import LATEST_CHECKPOINT, RunInfo
 
 RUNS_DIR = "runs"
+OUTCOME_FILE = "outcome.json"
+OUTCOME_STATES = ("completed", "stopped")
 
 
 class RunFolder:
@@ -77,6 +81,10 @@ class RunFolder:
         return self.path / "outputs"
 
     @property
+    def outcome_json(self) -> Path:
+        return self.path / OUTCOME_FILE
+
+    @property
     def stop_requested(self) -> Path:
         return self.path / "stop-requested"
 
@@ -113,6 +121,18 @@ class RunFolder:
     def write_command(self, argv: list[str], cwd: str, env: dict[str, str]) -> None:
         write_text_atomically(self.command_json,
                               json.dumps({"argv": argv, "cwd": cwd, "env": env}, indent=1) + "\n")
+
+    def read_outcome(self) -> dict | None:
+        """``outcome.json`` when it is there and well formed: ``state`` is "completed" or
+        "stopped" and ``time`` a number; None otherwise."""
+        try:
+            outcome = json.loads(self.outcome_json.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        if (not isinstance(outcome, dict) or outcome.get("state") not in OUTCOME_STATES
+                or not isinstance(outcome.get("time"), (int, float))):
+            return None
+        return outcome
 
     def latest_checkpoint(self) -> dict | None:
         """``checkpoints/latest.json`` with ``path`` (absolute) added; None when there is none

@@ -58,14 +58,26 @@ class RunInfo:
     supervisor_pid: int | None = None
     supervisor_start: int | None = None
     metrics_source: str = ""            # "trainer" (it writes metrics.jsonl), "stdout" or ""
+    # A run resumed in the same run trains in segments. started_at stays the first segment's
+    # start; segment_started_at is the current (or last) segment's, and active_seconds the
+    # time trained in the segments before it.
+    segment_started_at: float | None = None
+    active_seconds: float = 0.0
+    resumes: list[dict] = field(default_factory=list)   # [{"step": 490, "time": ...}], oldest first
+    warnings: list[str] = field(default_factory=list)   # the hyper-parameters' warnings at the start
 
     @property
     def duration(self) -> float | None:
-        """Seconds from start to end, or to now while the run is active."""
+        """Seconds spent training, over every segment: to the end, or to now while active."""
         if self.started_at is None:
             return None
+        start = self.segment_started_at
+        if start is None and not self.resumes:
+            start = self.started_at  # recorded before segments were (or by hand)
+        if start is None:
+            return self.active_seconds  # resumed, its trainer not started yet
         end = self.ended_at if self.ended_at is not None and not self.is_active else time.time()
-        return max(0.0, end - self.started_at)
+        return self.active_seconds + max(0.0, end - start)
 
     @property
     def is_active(self) -> bool:
@@ -73,7 +85,13 @@ class RunInfo:
 
     @property
     def can_resume(self) -> bool:
-        """Not active, and a checkpoint to resume from exists."""
+        """Whether it can go on in the same run: not active, not completed (its end has been
+        run: train further as a new run), and a checkpoint to resume from exists."""
+        return self.state != COMPLETED and self.can_resume_as_new
+
+    @property
+    def can_resume_as_new(self) -> bool:
+        """Whether a new run can start from its last checkpoint: not active, and one exists."""
         return not self.is_active and (Path(self.run_dir) / LATEST_CHECKPOINT).is_file()
 
     def to_json(self) -> dict:

@@ -6,6 +6,13 @@ The script and the default hyper-parameter file come from ``[training]`` in work
     script = "train.py"
     hparams = "hparams/digits.hparams"
     python = ".venv/bin/python"      # optional: the project's own interpreter
+    args = ["--config", "{hparams}", "--out", "{run_dir}"]   # optional: the script's arguments
+
+The script gets ``--hparams FILE`` (the hyper-parameters as used, in the run folder) when the
+project has a hyper-parameter file or the run has overrides, and no arguments otherwise. A
+script that takes its arguments another way names them in ``args``: ``{hparams}`` becomes the
+path of that file and ``{run_dir}`` the run folder's, both relative to the project folder (where
+the script runs).
 
 The hyper-parameters are checked with the project's schema (workbench_trainkit.hparams), so a
 typo is refused with its file, line and key before a run folder exists.
@@ -23,6 +30,7 @@ from workbench.training.errors import TrainingError
 
 DEFAULT_SCRIPT = "train.py"
 HPARAMS_SUFFIX = ".hparams"
+PROJECT_FILE = "workbench.toml"
 
 
 @dataclass
@@ -37,29 +45,34 @@ class RunSpec:
     hparams_text: str                # the file the trainer reads (file values plus overrides)
     hparams_name: str                # its name in the run folder
     explicit: list[str] = field(default_factory=list)
+    pass_hparams: bool = True        # whether the script gets --hparams FILE
+    args: list[str] | None = None    # [training] args, when the project names them
+    warnings: list[str] = field(default_factory=list)   # "file:line: message", file project-relative
+
+    def command(self, run_dir: str) -> list[str]:
+        """The trainer's argv for the run folder ``run_dir`` (relative to the project)."""
+        hparams_path = str(Path(run_dir) / self.hparams_name)
+        return trainer_command(self.python, self.script, hparams_path, self.nproc, self.pass_hparams, self.args,
+                               run_dir)
 
 
 def prepare_run(project_dir: Path, hparams_file: Path | str | None = None, overrides=(),
                 nproc: int = 1) -> RunSpec:
     """The run that ``start`` would launch; TrainingError when it cannot (no script, a bad
     hyper-parameter file or override, a bad process count)."""
-    from workbench.project import load_project
-
     if not isinstance(nproc, int) or nproc < 1:
         raise TrainingError(f"The number of processes must be 1 or more, not {nproc!r}.")
     project_dir = Path(project_dir)
-    settings = load_project(project_dir).settings.get("training", {})
-    if not isinstance(settings, dict):
-        raise TrainingError(f"[training] in {project_dir / 'workbench.toml'} must be a table.")
-    script = _setting(settings, "script", project_dir) or DEFAULT_SCRIPT
-    if not (project_dir / script).is_file():
-        raise TrainingError(f"The training script {script} does not exist in {project_dir}. Create it, or name "
-                            "the script to run as [training] script in workbench.toml.")
+    settings = training_settings(project_dir)
+    script = _script(settings, project_dir)
+    args = _args(settings, project_dir)
     source = _hparams_source(project_dir, hparams_file, _setting(settings, "hparams", project_dir))
+    overrides = list(overrides)
+    _check_overrides_reach_the_script(overrides, args, project_dir)
     hparams_module = _hparams_module()
     try:
         schema = hparams_module.project_schema(project_dir)
-        values = hparams_module.load_hparams(source, list(overrides), schema=schema)
+        values = hparams_module.load_hparams(source, overrides, schema=schema)
     except hparams_module.HParamsError as exc:
         raise TrainingError(_diagnostics_message(exc.diagnostics, project_dir), exc.diagnostics) from None
     # The trainer runs in the project folder, so relative data paths are checked from there.
@@ -73,21 +86,71 @@ def prepare_run(project_dir: Path, hparams_file: Path | str | None = None, overr
         script=script,
         python=_python(settings, project_dir),
         hparams_file=_relative(source, project_dir) if source else "",
-        overrides=list(overrides),
+        overrides=overrides,
         nproc=nproc,
         hparams=dict(values),
         hparams_text=text,
         hparams_name=(Path(source).stem if source else "run") + HPARAMS_SUFFIX,
         explicit=explicit,
+        pass_hparams=bool(source or overrides),
+        args=args,
+        warnings=[format_diagnostic(d, project_dir) for d in _file_warnings(source, schema)],
     )
 
 
-def trainer_command(python: str, script: str, hparams_path: str, nproc: int) -> list[str]:
-    """``python script --hparams FILE``, under torchrun when there is more than one process."""
+def prepare_resume(project_dir: Path, script: str, nproc: int, base_file: Path, hparams_file: str,
+                   earlier_values: dict, earlier_overrides=(), overrides=()) -> RunSpec:
+    """A new run that goes on from another run's checkpoint: its ``script`` and ``nproc``, the
+    hyper-parameters it used (the file ``base_file``, resolved as ``earlier_values``) with
+    ``overrides`` on top, and the project's current Python and arguments. TrainingError when an
+    override does not check out."""
+    project_dir = Path(project_dir)
+    settings = training_settings(project_dir)
+    args = _args(settings, project_dir)
+    overrides = list(overrides)
+    _check_overrides_reach_the_script(overrides, args, project_dir)
+    values, explicit = dict(earlier_values), []
+    if overrides:
+        hparams_module = _hparams_module()
+        try:
+            schema = hparams_module.project_schema(project_dir)
+            loaded = hparams_module.load_hparams(base_file, overrides, schema=schema)
+        except hparams_module.HParamsError as exc:
+            raise TrainingError(_diagnostics_message(exc.diagnostics, project_dir), exc.diagnostics) from None
+        values, explicit = dict(loaded), [name for name in loaded if name in loaded.explicit]
+        text = hparams_module.format_hparams({name: loaded[name] for name in explicit}, schema)
+    else:
+        text = base_file.read_text(encoding="utf-8")  # as it was, byte for byte
+    all_overrides = [*earlier_overrides, *overrides]
+    return RunSpec(
+        project_dir=project_dir, script=script, python=_python(settings, project_dir), hparams_file=hparams_file,
+        overrides=all_overrides, nproc=nproc, hparams=values, hparams_text=text, hparams_name=base_file.name,
+        explicit=explicit, pass_hparams=bool(hparams_file or all_overrides), args=args)
+
+
+def trainer_command(python: str, script: str, hparams_path: str, nproc: int, pass_hparams: bool = True,
+                    args: list[str] | None = None, run_dir: str = "") -> list[str]:
+    """``python script --hparams FILE`` (``--hparams FILE`` only with ``pass_hparams``), or
+    ``python script ARGS`` with ``{hparams}`` and ``{run_dir}`` filled in when the project names
+    its ``args``; under torchrun when there is more than one process."""
+    if args is not None:
+        script_args = [arg.replace("{hparams}", hparams_path).replace("{run_dir}", run_dir) for arg in args]
+    else:
+        script_args = ["--hparams", hparams_path] if pass_hparams else []
     if nproc > 1:
         return [python, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={nproc}",
-                script, "--hparams", hparams_path]
-    return [python, script, "--hparams", hparams_path]
+                script, *script_args]
+    return [python, script, *script_args]
+
+
+def training_settings(project_dir: Path) -> dict:
+    """The ``[training]`` table of the project's workbench.toml ({} when it has none)."""
+    from workbench.project import load_project
+
+    settings = load_project(project_dir).settings.get("training", {})
+    if not isinstance(settings, dict):
+        raise TrainingError(f"[training] in {project_dir / PROJECT_FILE} must be a table.")
+    return settings
 
 
 def trainer_environment(run_dir: Path, run_id: str, resume_from: str | None = None) -> dict[str, str]:
@@ -123,21 +186,76 @@ def _hparams_module():
     return hparams
 
 
-def _diagnostics_message(diagnostics: list, project_dir: Path) -> str:
-    """The first error, its file named relative to the project, and how many more there are."""
+def format_diagnostic(diagnostic, project_dir: Path) -> str:
+    """``file:line: message`` with the file named relative to the project."""
     import dataclasses
 
+    if Path(diagnostic.path).is_absolute():
+        diagnostic = dataclasses.replace(diagnostic, path=_relative(Path(diagnostic.path), project_dir))
+    return str(diagnostic)
+
+
+def _file_warnings(source: Path | None, schema) -> list:
+    """The warnings of the hyper-parameter file (a key set twice); load_hparams keeps only errors."""
+    if source is None:
+        return []
+    try:
+        text = Path(source).read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError):
+        return []
+    _, diagnostics = _hparams_module().check_hparams_text(text, schema, str(source))
+    return [d for d in diagnostics if d.severity == "warning"]
+
+
+def _diagnostics_message(diagnostics: list, project_dir: Path) -> str:
+    """The first error, its file named relative to the project, and how many more there are."""
     errors = [d for d in diagnostics if getattr(d, "severity", "error") == "error"] or diagnostics
     if errors:
-        first = errors[0]
-        if Path(first.path).is_absolute():
-            first = dataclasses.replace(first, path=_relative(Path(first.path), project_dir))
-        text = str(first)
+        text = format_diagnostic(errors[0], project_dir)
     else:
         text = "the hyper-parameters are not valid"
     if len(errors) > 1:
         text += f" (and {len(errors) - 1} more problem{'s' if len(errors) > 2 else ''})"
     return f"Not started: {text}"
+
+
+def _script(settings: dict, project_dir: Path) -> str:
+    script = _setting(settings, "script", project_dir)
+    if script:
+        if not (project_dir / script).is_file():
+            raise TrainingError(f"The training script {script} named by [training] script in "
+                                f"{project_dir / PROJECT_FILE} does not exist. Create it, or name the script to run.")
+        return script
+    if (project_dir / DEFAULT_SCRIPT).is_file():
+        return DEFAULT_SCRIPT
+    if not (project_dir / PROJECT_FILE).is_file():
+        raise TrainingError(not_a_project_message(project_dir))
+    raise TrainingError(f"{project_dir / PROJECT_FILE} names no training script (there is no [training] script), "
+                        f"and there is no {DEFAULT_SCRIPT}. Add a [training] table with script = \"train.py\" "
+                        "(the script to run) to workbench.toml.")
+
+
+def not_a_project_message(folder: Path) -> str:
+    return (f"{folder} is not a Workbench project (there is no {PROJECT_FILE} here or above). Create one with "
+            "`workbench new FOLDER`, or give the project folder (`workbench train PROJECT`, "
+            "`workbench runs list --project PROJECT`).")
+
+
+def _args(settings: dict, project_dir: Path) -> list[str] | None:
+    args = settings.get("args")
+    if args is None:
+        return None
+    if not isinstance(args, list) or not all(isinstance(arg, str) for arg in args):
+        raise TrainingError(f"[training] args in {project_dir / PROJECT_FILE} must be a list of strings, "
+                            'e.g. args = ["--config", "{hparams}", "--out", "{run_dir}"].')
+    return list(args)
+
+
+def _check_overrides_reach_the_script(overrides: list[str], args: list[str] | None, project_dir: Path) -> None:
+    if overrides and args is not None and not any("{hparams}" in arg for arg in args):
+        raise TrainingError(f"Not started: the overrides ({' '.join(overrides)}) cannot reach the script, since "
+                            f"[training] args in {project_dir / PROJECT_FILE} has no {{hparams}}. Add it where "
+                            "the script takes its hyper-parameter file, or change the file instead.")
 
 
 def _setting(settings: dict, key: str, project_dir: Path) -> str:

@@ -4,7 +4,8 @@ Each run is its folder under ``runs/`` (run.json has the last word) and a row in
 run store (the history, fast to list). Listing reconciles the two: a folder without a row is
 added; a row whose folder was deleted is dropped, since deleting the folder is how a run is
 thrown away (its logs, metrics and checkpoints are gone, so there is nothing left to show or
-resume); an active run whose processes are gone without an end record becomes "lost".
+resume); an active run whose processes are gone without an end record takes the end the
+training helpers wrote in ``outcome.json`` (completed or stopped), else becomes "lost".
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from workbench.training.local_runner import LocalRunner
 from workbench.training.metrics import MetricsTail, update_final
 from workbench.training.processes import is_same_process
 from workbench.training.run_folder import RunFolder, is_run_id, runs_dir
-from workbench.training.run_info import LOST, RUNNING, STARTING, STOPPING, RunInfo
+from workbench.training.run_info import COMPLETED, LOST, RUNNING, STARTING, STOPPED, STOPPING, RunInfo
 from workbench.training.run_store import RunStore
 
 # A run that has been "starting" this long without a supervisor was never launched.
@@ -112,9 +113,12 @@ class RunService:
         self._forget_live(info.id)
         return info
 
-    def resume(self, run_id: str, new_run: bool = False) -> RunInfo:
-        """Continue the run from its last checkpoint, in the same run or (``new_run``) a new one."""
-        info = self.runner.resume(self.get(run_id), new_run)
+    def resume(self, run_id: str, new_run: bool = False, overrides=()) -> RunInfo:
+        """Continue the run from its last checkpoint, in the same run or (``new_run``) a new one.
+
+        A completed run can only go on as a new run. ``overrides`` ("key=value") change the
+        hyper-parameters of the new run (e.g. ``num_epochs=20``); TrainingError for the same run."""
+        info = self.runner.resume(self.get(run_id), new_run, tuple(overrides))
         self._forget_live(info.id)
         return info
 
@@ -157,17 +161,30 @@ class RunService:
     @staticmethod
     def _alive(info: RunInfo) -> bool:
         if info.supervisor_pid is None:
-            return time.time() - info.created_at < LAUNCH_GRACE_S
+            # Being launched: since it was created, or resumed in the same run.
+            launched = max([info.created_at] + [resume.get("time", 0) for resume in info.resumes
+                                                if isinstance(resume.get("time", 0), (int, float))])
+            return time.time() - launched < LAUNCH_GRACE_S
         if is_same_process(info.supervisor_pid, info.supervisor_start):
             return True
         # The supervisor is gone, but its trainer may train on (it never needed it).
         return is_same_process(info.pid, info.pid_start)
 
     def _mark_lost(self, folder: RunFolder, info: RunInfo) -> RunInfo:
-        info.state = LOST
-        info.ended_at = self._last_sign_of_life(folder) or time.time()
-        info.error = ("The run's processes ended without recording how (the computer restarted, or its "
-                      "supervisor was killed). Its logs, metrics and checkpoints are kept.")
+        """The end of a run whose processes are gone with no supervisor to record it: the one
+        the training helpers wrote in outcome.json during this segment, else "lost"."""
+        outcome = folder.read_outcome()
+        segment_start = info.segment_started_at or info.started_at or info.created_at
+        if outcome is not None and outcome["time"] >= segment_start - 1.0:
+            info.state = COMPLETED if outcome["state"] == "completed" else STOPPED
+            info.ended_at = float(outcome["time"])
+            info.error = ""
+        else:
+            info.state = LOST
+            info.ended_at = self._last_sign_of_life(folder) or time.time()
+            info.error = ("The run's end was not seen: its processes ended without recording how (the computer "
+                          "restarted, or its supervisor was killed). Its logs, metrics, checkpoints and outputs "
+                          "are kept.")
         from workbench.training.metrics import final_metrics
 
         info.final_metrics = final_metrics(folder.metrics)

@@ -29,7 +29,7 @@ from pathlib import Path
 from workbench.training.errors import TrainingError
 from workbench.training.log_text import error_line, tail_text
 from workbench.training.metrics import final_metrics, format_record, parse_metric_line, read_metrics
-from workbench.training.processes import process_start, signal_group, signal_name
+from workbench.training.processes import kill_run, process_start, signal_group, signal_name, stop_run
 from workbench.training.run_folder import RunFolder
 from workbench.training.run_info import (
     COMPLETED,
@@ -46,6 +46,7 @@ RUN_VARIABLES = ("WORKBENCH_RUN_DIR", "WORKBENCH_RUN_ID", "WORKBENCH_RESUME_FROM
 PARSE_INTERVAL_S = 0.05
 # How often a stop request is looked for when there is no log to parse.
 IDLE_INTERVAL_S = 0.25
+NOT_RESUMABLE_STOP = "stopped before its first checkpoint, so it cannot be resumed; start it again"
 
 
 class StdoutMetrics:
@@ -165,7 +166,10 @@ class Supervisor:
         out = os.open(self.folder.stdout_log, flags, 0o644)
         err = os.open(self.folder.stderr_log, flags, 0o644)
         try:
-            offsets = os.fstat(out).st_size, os.fstat(err).st_size
+            # A segment of a resumed run starts on a line of its own, so its output never runs
+            # on from the last line of the segment before (cut off by a crash or a full disk).
+            offsets = (_start_on_a_new_line(out, self.folder.stdout_log),
+                       _start_on_a_new_line(err, self.folder.stderr_log))
             self.process = subprocess.Popen(command["argv"], cwd=command["cwd"], env=env, stdin=subprocess.DEVNULL,
                                             stdout=out, stderr=err, process_group=0, close_fds=True)
         finally:
@@ -175,17 +179,20 @@ class Supervisor:
         # Read before anything can reap it: a trainer that fails at once is still a zombie here.
         self.info.pid_start = process_start(self.process.pid)
         threading.Thread(target=self._wait_for_trainer, daemon=True).start()
-        self.info.started_at = time.time()
+        now = time.time()
+        if self.info.started_at is None:  # a resumed run keeps its first start
+            self.info.started_at = now
+        self.info.segment_started_at = now
         self.info.state = RUNNING
         self._save()
         # A stop or terminate asked for while the run was starting had no group to signal yet.
         if self.folder.terminate_requested.exists():
-            signal_group(self.info.pgid, self.info.pid_start, signal.SIGKILL)
+            kill_run(self.info.pgid, self.info.pid_start)
         elif self.folder.stop_requested.exists():
             self._stop_seen = True
             self.info.state = STOPPING
             self._save()
-            signal_group(self.info.pgid, self.info.pid_start, signal.SIGTERM)
+            stop_run(self.info.pgid, self.info.pid_start, self.info.nproc)
         return offsets
 
     def _wait_for_trainer(self) -> None:
@@ -205,12 +212,16 @@ class Supervisor:
         except OSError:
             pass
         if self.info.pgid:
-            signal_group(self.info.pgid, self.info.pid_start, signal.SIGTERM)
+            stop_run(self.info.pgid, self.info.pid_start, self.info.nproc)
 
     def _outcome(self, code: int, stderr_offset: int) -> tuple[str, str]:
         if self.folder.terminate_requested.exists():
             return TERMINATED, ""
         if self.folder.stop_requested.exists():
+            if self.folder.latest_checkpoint() is None:
+                # Stopped while starting (before the trainer could catch the signal), or by a
+                # script that saves no checkpoints: there is nothing to resume from.
+                return STOPPED, NOT_RESUMABLE_STOP
             return STOPPED, ""
         if code == 0:
             return COMPLETED, ""
@@ -239,6 +250,19 @@ class Supervisor:
             self.store.put(self.info)
         except TrainingError as exc:
             print(f"workbench supervisor: {exc}", file=sys.stderr, flush=True)
+
+
+def _start_on_a_new_line(log: int, path: Path) -> int:
+    """The size of the log ``path`` (open for appending at ``log``), after ending its last line
+    if it had no end."""
+    size = os.fstat(log).st_size
+    if size:
+        with open(path, "rb") as handle:
+            handle.seek(size - 1)
+            last = handle.read(1)
+        if last != b"\n":
+            size += os.write(log, b"\n")
+    return size
 
 
 def main(argv: list[str] | None = None) -> int:
