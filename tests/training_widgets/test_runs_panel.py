@@ -53,13 +53,20 @@ def test_stop_resume_and_terminate_buttons_follow_the_selected_runs_state(qtbot,
     panel.buttons["training.openRunFolder"].click()
     assert opened == [session_of(window).row(info.id).info.run_dir]
 
-    panel.buttons["training.resumeAsNewRun"].click()
+    commands = commands_of(window)
+    asked = []
+    commands.confirm = lambda question: asked.append(question) or True
+    panel.buttons["training.resumeAsNewRun"].click()  # asks for overrides first, as Ctrl+F5 does
+    wait_for(qtbot, lambda: commands.dialog is not None)
+    assert commands.dialog.resume_from[:2] == (info.id, stopped_at)
+    commands.dialog.accept()
     wait_for(qtbot, lambda: panel.selected_runs() and panel.selected_runs() != [info.id])
     [copy] = panel.selected_runs()
     assert session_of(window).row(copy).info.resumed_from == f"{info.id}@{stopped_at}"
     wait_for(qtbot, lambda: "resumed at step" in panel.details.log.text.toPlainText())
     window.commands.execute("training.terminateRun")
     wait_for(qtbot, lambda: run_state(window, copy) == "terminated")
+    assert len(asked) == 1 and asked[0].startswith(f"Terminate run {copy}?")
 
     panel.select_runs([info.id])
     panel.buttons["training.resumeRun"].click()
@@ -154,3 +161,32 @@ def test_the_explorer_offers_train_with_this_file_on_hparams_files_only(qtbot, o
     assert "training.trainWithFile" not in [c.id for c in window.commands.for_context("explorer", toy_project / "train.py")]
     info = finish(qtbot, window.commands.execute("training.trainWithFile", path=str(other)))
     assert info.hparams_file.endswith("fast.hparams")
+
+
+def final_metric(details, name: str) -> str | None:
+    """The Details tab's "Final metrics" row of ``name``, as shown."""
+    for index in range(details.info.topLevelItemCount()):
+        group = details.info.topLevelItem(index)
+        if group.text(0) == "Final metrics":
+            rows = {group.child(i).text(0): group.child(i).text(1) for i in range(group.childCount())}
+            return rows.get(name)
+    return None
+
+
+def test_the_details_metrics_keep_up_with_an_active_run_as_the_table_does(qtbot, open_window, toy_project,
+                                                                          monkeypatch):
+    window = open_window(toy_project)
+    panel = panel_of(window)
+    session = session_of(window)
+    info = finish(qtbot, window.commands.execute("training.trainLocally", overrides=SLOW))
+    wait_for(qtbot, lambda: panel.details.run_id == info.id and final_metric(panel.details, "step") is not None)
+    # From now on the runs are not listed again (as when a listing is slow): what moves the
+    # table must move the Details tab too.
+    monkeypatch.setattr(session, "refresh", lambda: None)
+    listed_step = int(final_metric(panel.details, "step"))
+    curves = panel.details.curves
+    wait_for(qtbot, lambda: max(curves.points(info.id, "loss")[0], default=0) >= listed_step + 15)
+    last_step = int(max(curves.points(info.id, "loss")[0]))
+    assert final_metric(panel.details, "step") == str(last_step)
+    assert final_metric(panel.details, "loss") == panel.table.topLevelItem(0).text(5)
+    assert final_metric(panel.details, "val_loss") is not None

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from workbench.editor.providers import FileProviders
+
 log = logging.getLogger(__name__)
 
 SEVERITIES = ("error", "warning")
@@ -34,31 +36,8 @@ DiagnosticsProvider = Callable[[str, Path], list[EditorDiagnostic]]
 """``provider(text, path) -> diagnostics``; called off the GUI thread, may read files."""
 
 
-class DiagnosticsProviders:
-    """The providers of one window, by file suffix (``".hparams"``) or exact file name."""
-
-    def __init__(self) -> None:
-        self._providers: dict[str, DiagnosticsProvider] = {}
-        self._listeners: list[Callable[[str, DiagnosticsProvider], None]] = []
-
-    def register(self, pattern: str, provider: DiagnosticsProvider) -> None:
-        """Check files whose suffix (``".hparams"``) or name (``"workbench.toml"``) is ``pattern``."""
-        self._providers[pattern.lower()] = provider
-        for listener in self._listeners:
-            listener(pattern, provider)
-
-    def on_registered(self, listener: Callable[[str, DiagnosticsProvider], None]) -> None:
-        """Call ``listener(pattern, provider)`` for each provider registered from now on (files
-        already open get checked too)."""
-        self._listeners.append(listener)
-
-    def provider_for(self, path: Path | str) -> DiagnosticsProvider | None:
-        path = Path(path)
-        return self._providers.get(path.name.lower()) or self._providers.get(path.suffix.lower())
-
-    def matches(self, pattern: str, path: Path | str) -> bool:
-        path = Path(path)
-        return pattern.lower() in (path.name.lower(), path.suffix.lower())
+class DiagnosticsProviders(FileProviders[DiagnosticsProvider]):
+    """The diagnostics providers of one window, by file suffix (``".hparams"``) or exact file name."""
 
 
 def run_provider(provider: DiagnosticsProvider, text: str, path: Path) -> list[EditorDiagnostic]:

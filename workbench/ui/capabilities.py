@@ -2,8 +2,9 @@
 
 Each entry is "module:function"; the function takes the window (its public surface:
 ``project``, ``commands``, ``tasks``, ``add_dock``, ``add_status_widget``, ``add_tab``,
-``open_file``, ``diagnostics``, ``on_event``, ``show_error``) and installs the capability's parts. They are
-installed just after the window's first paint, so none of them delays it.
+``open_file``, ``diagnostics``, ``completions``, ``hovers``, ``on_event``, ``show_error``) and
+installs the capability's parts. They are installed just after the window's first paint, so
+none of them delays it.
 """
 
 from __future__ import annotations

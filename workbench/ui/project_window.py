@@ -1,8 +1,9 @@
 """The project window: explorer, tabbed editors, status bar, docks, menus and command palette.
 
 Capabilities plug in through ``commands`` (actions in menus, palette and context menus),
-``add_dock`` (their panels), ``diagnostics`` (checkers of the files they understand) and
-``on_event`` (events other windows broadcast).
+``add_dock`` (their panels), ``diagnostics``, ``completions`` and ``hovers`` (checkers,
+completions and hover help for the files they understand) and ``on_event`` (events other
+windows broadcast).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from PySide6.QtWidgets import (
 
 from workbench import __version__
 from workbench.editor import EditorError, HotExitStore
+from workbench.editor.assist import CompletionProviders, HoverProviders
 from workbench.editor.diagnostics import DiagnosticsProviders
 from workbench.editor.widgets import EditorTab, open_editor_tab
 from workbench.project import (
@@ -70,6 +72,10 @@ class ProjectWindow(QMainWindow):
         self._event_handlers: dict[str, list[Callable[[object], None]]] = {}
         self.diagnostics = DiagnosticsProviders()
         self.diagnostics.on_registered(self._attach_diagnostics)
+        self.completions = CompletionProviders()
+        self.completions.on_registered(self._attach_completions)
+        self.hovers = HoverProviders()
+        self.hovers.on_registered(self._attach_hover)
         self._diagnostic_shown = ""
         self.setWindowTitle(f"{project.name} — Workbench")
         self.setObjectName("project-window")
@@ -215,6 +221,12 @@ class ProjectWindow(QMainWindow):
         provider = self.diagnostics.provider_for(path)
         if provider is not None:
             tab.attach_diagnostics(provider)
+        completion = self.completions.provider_for(path)
+        if completion is not None:
+            tab.attach_completions(completion)
+        hover = self.hovers.provider_for(path)
+        if hover is not None:
+            tab.attach_hover(hover)
         index = self.tabs.addTab(tab, path.name)
         self.tabs.setTabToolTip(index, str(path))
         self._update_tab_title(tab)
@@ -356,6 +368,16 @@ class ProjectWindow(QMainWindow):
         for tab in self.editors():
             if self.diagnostics.matches(pattern, tab.path):
                 tab.attach_diagnostics(provider)
+
+    def _attach_completions(self, pattern: str, provider) -> None:
+        for tab in self.editors():
+            if self.completions.matches(pattern, tab.path):
+                tab.attach_completions(provider)
+
+    def _attach_hover(self, pattern: str, provider) -> None:
+        for tab in self.editors():
+            if self.hovers.matches(pattern, tab.path):
+                tab.attach_hover(provider)
 
     def _show_diagnostic(self, tab: EditorTab | None) -> None:
         """The problem on the cursor's line goes to the status bar (and away when it is fixed)."""

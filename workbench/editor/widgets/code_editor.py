@@ -7,7 +7,9 @@ result back.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, Qt, Signal
+from pathlib import Path
+
+from PySide6.QtCore import QEvent, QPoint, Qt, Signal
 from PySide6.QtGui import (
     QColor,
     QHelpEvent,
@@ -18,6 +20,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QPlainTextEdit, QTextEdit, QToolTip, QWidget
 
+from workbench.editor.assist import CompletionItem, CompletionProvider, HoverProvider
 from workbench.editor.brackets import find_matching_bracket
 from workbench.editor.diagnostics import EditorDiagnostic, diagnostic_at
 from workbench.editor.go_to_line import clamp_line
@@ -31,6 +34,7 @@ from workbench.editor.line_edits import (
     toggle_comment,
 )
 from workbench.editor.widgets import theme
+from workbench.editor.widgets.code_assist import CodeAssist
 from workbench.editor.widgets.diagnostic_marks import diagnostic_selections
 from workbench.editor.widgets.find_marks import find_match_selections
 from workbench.editor.widgets.line_number_panel import LineNumberPanel
@@ -62,6 +66,9 @@ class CodeEditor(QPlainTextEdit):
         self.diagnostics: list[EditorDiagnostic] = []
         self._diagnostic_marks: list[QTextEdit.ExtraSelection] = []
         self.bracket_match: tuple[int, int] | None = None
+        self.path: Path | None = None
+        """The file shown (what completion and hover providers are told)."""
+        self.assist = CodeAssist(self)
         self.cursorPositionChanged.connect(self._refresh_highlights)
         self._refresh_highlights()
 
@@ -152,6 +159,8 @@ class CodeEditor(QPlainTextEdit):
         modifiers = event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
         shift = modifiers == Qt.KeyboardModifier.ShiftModifier
         plain = modifiers == Qt.KeyboardModifier.NoModifier
+        if self.assist.before_key(event):
+            return  # Ctrl+Space, or a key the completion list takes
         if key == Qt.Key.Key_F3 and (plain or shift):
             (self.sig_find_previous_requested if shift else self.sig_find_next_requested).emit()
         elif key == Qt.Key.Key_Escape and plain:
@@ -168,6 +177,7 @@ class CodeEditor(QPlainTextEdit):
             self._smart_home(keep_anchor=shift)
         else:
             super().keyPressEvent(event)
+        self.assist.after_key(event)
 
     def _new_line_with_indent(self) -> None:
         cursor = self.textCursor()
@@ -202,6 +212,31 @@ class CodeEditor(QPlainTextEdit):
         mode = QTextCursor.MoveMode.KeepAnchor if keep_anchor else QTextCursor.MoveMode.MoveAnchor
         cursor.setPosition(block.position() + target, mode)
         self.setTextCursor(cursor)
+
+    # Completions and hover help (see CodeAssist) ------------------------------------------
+
+    def set_completion_provider(self, provider: CompletionProvider | None) -> None:
+        """Offer ``provider``'s completions on Ctrl+Space and while typing (None: no more)."""
+        self.assist.completion_provider = provider
+        if provider is None:
+            self.assist.hide_completions()
+
+    def set_hover_provider(self, provider: HoverProvider | None) -> None:
+        """Show ``provider``'s help in a tooltip over the text (diagnostics come first)."""
+        self.assist.hover_provider = provider
+
+    @property
+    def completion_popup(self):
+        """The completion list (None until a completion provider is set)."""
+        return self.assist.popup
+
+    def completions_shown(self) -> list[CompletionItem]:
+        """The items the completion list shows now (none when it is closed)."""
+        return self.assist.completions_shown()
+
+    def hover_text_at(self, point: QPoint) -> str | None:
+        """The hover provider's help for the text under ``point`` (viewport coordinates)."""
+        return self.assist.hover_text_at(point)
 
     # Highlights -------------------------------------------------------------------------
 
@@ -274,11 +309,18 @@ class CodeEditor(QPlainTextEdit):
         return selection
 
     def viewportEvent(self, event: QEvent) -> bool:  # noqa: N802 (Qt override)
-        if event.type() == QEvent.Type.ToolTip and self.diagnostics and isinstance(event, QHelpEvent):
-            cursor = self.cursorForPosition(event.pos())
-            found = diagnostic_at(self.diagnostics, cursor.blockNumber() + 1, cursor.positionInBlock())
-            if found is not None:
-                QToolTip.showText(event.globalPos(), found.message, self.viewport())
+        if event.type() == QEvent.Type.ToolTip and isinstance(event, QHelpEvent) and (
+            self.diagnostics or self.assist.hover_provider is not None
+        ):
+            text = None
+            if self.diagnostics:
+                cursor = self.cursorForPosition(event.pos())
+                found = diagnostic_at(self.diagnostics, cursor.blockNumber() + 1, cursor.positionInBlock())
+                text = found.message if found is not None else None
+            if text is None:
+                text = self.assist.hover_text_at(event.pos())
+            if text:
+                QToolTip.showText(event.globalPos(), text, self.viewport())
             else:
                 QToolTip.hideText()
             return True

@@ -16,6 +16,7 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QTextCursor
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
+from workbench.editor.assist import CompletionProvider, HoverProvider
 from workbench.editor.diagnostics import (
     DiagnosticsProvider,
     EditorDiagnostic,
@@ -198,6 +199,7 @@ class EditorTab(QWidget):
         line_lexer = LineLexer(lexer_for_path(self.path))
         self.language = line_lexer.language
         self.editor = CodeEditor(self, language=self.language)
+        self.editor.path = self.path
         self.body = self.editor
         self.find_bar = FindBar(self.editor, self)
         self._connect_body(self.editor)
@@ -413,6 +415,17 @@ class EditorTab(QWidget):
             self._sig_checked.connect(self._on_checked)
         self._diagnostics_provider = provider
         self._check_diagnostics()
+
+    def attach_completions(self, provider: CompletionProvider) -> None:
+        """Offer ``provider``'s completions on Ctrl+Space and as the user types (code editor
+        only; the provider is told this tab's path)."""
+        if self.editor is not None:
+            self.editor.set_completion_provider(provider)
+
+    def attach_hover(self, provider: HoverProvider) -> None:
+        """Show ``provider``'s help when the mouse rests on the text (code editor only)."""
+        if self.editor is not None:
+            self.editor.set_hover_provider(provider)
 
     def set_diagnostics(self, diagnostics: list[EditorDiagnostic]) -> None:
         """Show these problems as underlines (a provider's answer, or a caller's own)."""

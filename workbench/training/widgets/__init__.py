@@ -1,6 +1,7 @@
 """The training capability's widgets: the Runs dock (runs, live curves, log, comparison), the
-Run menu's commands, the status-bar indicator of active runs, and the checker that underlines
-mistakes in ``.hparams`` files as the user types.
+Run menu's commands, the status-bar indicator of active runs, and in ``.hparams`` files the
+checker that underlines mistakes as the user types, the completion of keys and values, and
+the help shown when hovering a key.
 
 ``install(window)`` joins them to a project window after its first paint. The run service,
 the hyper-parameter module and pyqtgraph are imported inside the functions that use them, never
@@ -13,11 +14,13 @@ RUNS_DOCK_ID = "runs"
 
 
 def install(window) -> None:
-    """Add training to ``window``: session, Runs dock, commands, status indicator, .hparams checks."""
+    """Add training to ``window``: session, Runs dock, commands, status indicator, .hparams
+    checks, completions and hover help."""
     from PySide6.QtCore import Qt
 
     from workbench.training.widgets.activation import refresh_on_activation
     from workbench.training.widgets.commands import install_commands
+    from workbench.training.widgets.hparams_assist import HParamsAssist
     from workbench.training.widgets.hparams_check import HPARAMS_SUFFIX, HParamsChecker
     from workbench.training.widgets.runs_panel import RunsPanel
     from workbench.training.widgets.session import TrainingSession
@@ -41,7 +44,11 @@ def install(window) -> None:
     button = ActiveRunsButton(session, commands.show_runs)
     button.setObjectName("training-active-runs")
     window.add_status_widget(button)
-    window.diagnostics.register(HPARAMS_SUFFIX, HParamsChecker(window.project.root))
+    checker = HParamsChecker(window.project.root)
+    assist = HParamsAssist(checker)
+    window.diagnostics.register(HPARAMS_SUFFIX, checker)
+    window.completions.register(HPARAMS_SUFFIX, assist.complete)
+    window.hovers.register(HPARAMS_SUFFIX, assist.hover)
     refresh_on_activation(window, session)
     closed = getattr(window, "sig_closed", None)
     if closed is not None:

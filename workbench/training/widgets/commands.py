@@ -36,8 +36,14 @@ class TrainingCommands:
         self.dock = dock
         self.reveal: Callable[[str], None] = open_folder
         """Shows a run folder (replaceable in tests)."""
+        self.confirm: Callable[[str], bool] = self._confirm_terminate
+        """Asks whether to terminate, given the question (replaceable in tests)."""
         self.last_overrides: list[str] = []
         self.last_nproc = 1
+        """What "Train with Hyper-parameters…" was last given (or had typed when cancelled):
+        its next opening starts from them, for as long as the window is open."""
+        self.last_resume_overrides: list[str] = []
+        """Likewise for "Resume as New Run…"."""
         self.dialog = None
         """The "Train with Hyper-parameters" dialog while it is open."""
 
@@ -55,9 +61,9 @@ class TrainingCommands:
             ("training.stopRun", "Stop Run", self.stop_run,
              dict(enabled=target_state(*STOPPABLE))),
             ("training.resumeRun", "Resume Run", self.resume_run,
-             dict(enabled=lambda: self._target_can_resume())),
-            ("training.resumeAsNewRun", "Resume as New Run", self.resume_as_new_run,
-             dict(enabled=lambda: self._target_can_resume())),
+             dict(enabled=lambda: self._target_can("can_resume"))),
+            ("training.resumeAsNewRun", "Resume as New Run…", self.resume_as_new_run,
+             dict(enabled=lambda: self._target_can("can_resume_as_new"))),
             ("training.terminateRun", "Terminate Run", self.terminate_run,
              dict(enabled=target_state("starting", "running", "stopping"))),
             ("training.compareRuns", "Compare Runs", self.compare_runs,
@@ -94,9 +100,9 @@ class TrainingCommands:
         target = self._target()
         return target.info.state if target is not None else None
 
-    def _target_can_resume(self) -> bool:
+    def _target_can(self, what: str) -> bool:
         target = self._target()
-        return target is not None and target.can_resume
+        return target is not None and bool(getattr(target, what))
 
     def _run_id(self, run_id: str | None) -> str | None:
         if run_id is not None:
@@ -163,7 +169,14 @@ class TrainingCommands:
                 hparams_file = str(root / hparams_file)
             self.train_locally(hparams_file, overrides, nproc)
 
+        def rejected() -> None:
+            # What was typed is kept for next time, as typed: closing the dialog to look
+            # something up must not lose it.
+            self.last_overrides = dialog.typed_overrides()
+            self.last_nproc = dialog.nproc.value()
+
         dialog.accepted.connect(accepted)
+        dialog.rejected.connect(rejected)
         dialog.finished.connect(lambda _result: setattr(self, "dialog", None))
         dialog.open()
 
@@ -174,20 +187,74 @@ class TrainingCommands:
         run_id = self._run_id(run_id)
         return self.session.stop(run_id) if run_id else None
 
-    def terminate_run(self, run_id: str | None = None) -> Operation | None:
-        """Kill the run's processes at once (no checkpoint)."""
+    def terminate_run(self, run_id: str | None = None, confirmed: bool = False) -> Operation | None:
+        """Kill the run's processes at once (no checkpoint), once the user agrees (or
+        ``confirmed``)."""
         run_id = self._run_id(run_id)
-        return self.session.terminate(run_id) if run_id else None
+        if not run_id:
+            return None
+        if not confirmed and not self.confirm(self.terminate_question(run_id)):
+            return None
+        return self.session.terminate(run_id)
+
+    def terminate_question(self, run_id: str) -> str:
+        """What Terminate asks: what is lost, up to the run's last checkpoint."""
+        row = self.session.row(run_id)
+        step = row.checkpoint_step if row is not None else None
+        if step is None:
+            return (f"Terminate run {run_id}? It is killed at once; it has no checkpoint yet, so "
+                    "everything it trained is lost.")
+        return (f"Terminate run {run_id}? It is killed at once; progress since its last checkpoint "
+                f"(step {step}) is lost.")
+
+    def _confirm_terminate(self, question: str) -> bool:
+        from PySide6.QtWidgets import QMessageBox
+
+        box = QMessageBox(QMessageBox.Icon.Warning, "Terminate Run", question, QMessageBox.StandardButton.NoButton,
+                          self.window)
+        box.setObjectName("terminate-question")
+        box.setInformativeText("To keep its progress, use Stop instead: the run checkpoints, then exits.")
+        terminate = box.addButton("Terminate", QMessageBox.ButtonRole.DestructiveRole)
+        cancel = box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(cancel)
+        box.setEscapeButton(cancel)
+        box.exec()
+        return box.clickedButton() is terminate
 
     def resume_run(self, run_id: str | None = None) -> Operation | None:
         """Continue the run from its last checkpoint, in the same run."""
         run_id = self._run_id(run_id)
         return self.session.resume(run_id) if run_id else None
 
-    def resume_as_new_run(self, run_id: str | None = None) -> Operation | None:
-        """Start a new run from the run's last checkpoint."""
+    def resume_as_new_run(self, run_id: str | None = None, overrides: list[str] | None = None) -> Operation | None:
+        """Start a new run from the run's last checkpoint, with ``overrides`` ("key=value", e.g.
+        ``num_epochs=20`` to train further); without them, ask for them in the dialog of "Train
+        with Hyper-parameters…"."""
         run_id = self._run_id(run_id)
-        return self.session.resume(run_id, new_run=True) if run_id else None
+        if not run_id:
+            return None
+        if overrides is not None:
+            return self.session.resume(run_id, new_run=True, overrides=tuple(overrides))
+        self.session.read_resume_point(run_id, lambda schema, step: self._ask_resume(run_id, schema, step))
+        return None
+
+    def _ask_resume(self, run_id: str, schema, step: int | None) -> None:
+        from workbench.training.widgets.train_dialog import TrainDialog
+
+        row = self.session.row(run_id)
+        dialog = TrainDialog(Path(self.session.project_dir), [], None, self.last_resume_overrides, 1, schema,
+                             self.window, resume_from=(run_id, step, row.info.hparams if row is not None else {}))
+        self.dialog = dialog
+
+        def accepted() -> None:
+            _file, overrides, _nproc = dialog.values()
+            self.last_resume_overrides = overrides
+            self.session.resume(run_id, new_run=True, overrides=tuple(overrides))
+
+        dialog.accepted.connect(accepted)
+        dialog.rejected.connect(lambda: setattr(self, "last_resume_overrides", dialog.typed_overrides()))
+        dialog.finished.connect(lambda _result: setattr(self, "dialog", None))
+        dialog.open()
 
     def compare_runs(self, run_ids: list[str] | None = None) -> list[str]:
         """Overlay the curves of the selected runs (or ``run_ids``) and list what differs."""

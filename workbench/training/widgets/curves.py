@@ -72,7 +72,8 @@ def _line_style(name: str) -> Qt.PenStyle:
 
 
 class CurvesView(QWidget):
-    """Three plots sharing the step axis, fed with metric records (``add_records``)."""
+    """Three plots sharing the step axis, fed with metric records (``add_records``); a plot
+    with no points for the runs shown is left out until it gets some."""
 
     def __init__(self, parent: QWidget | None = None, empty_text: str = EMPTY_TEXT):
         super().__init__(parent)
@@ -86,6 +87,7 @@ class CurvesView(QWidget):
         self._plots_row: QBoxLayout | None = None
         self.runs_legend: QLabel | None = None
         self._plots: dict[str, object] = {}
+        self._plot_widgets: dict[str, QWidget] = {}
         self._items: dict[tuple[str, str], object] = {}
         self._data: dict[tuple[str, str], tuple[list[float], list[float]]] = {}
         self._dirty: set[tuple[str, str]] = set()
@@ -108,6 +110,7 @@ class CurvesView(QWidget):
                 plot.legend.clear()
         self._items.clear()
         self._update_runs_legend()
+        self._update_plot_visibility()
         self._stack.setCurrentWidget(self.empty_label)
         if run_ids:
             preload_pyqtgraph()
@@ -148,6 +151,13 @@ class CurvesView(QWidget):
                 if plot.legend is not None:
                     plot.legend.removeItem(item)
         self._last_step.pop(run_id, None)
+        self._update_plot_visibility()
+
+    def _update_plot_visibility(self) -> None:
+        # A plot with nothing to draw (no learning rate reported, say) gives its room to the others.
+        with_data = {plot_for(name) for (_run_id, name), (xs, _ys) in self._data.items() if xs}
+        for plot_id, widget in self._plot_widgets.items():
+            widget.setVisible(plot_id in with_data)
 
     def points(self, run_id: str, name: str) -> tuple[list[float], list[float]]:
         """The (steps, values) received for one metric of one run."""
@@ -211,6 +221,7 @@ class CurvesView(QWidget):
         self._dirty.clear()
         if learning_rate_changed:
             self._range_learning_rate_from_zero()
+        self._update_plot_visibility()
         self._stack.setCurrentWidget(self._plots_page)
 
     def _range_learning_rate_from_zero(self) -> None:
@@ -266,6 +277,7 @@ class CurvesView(QWidget):
             else:
                 plot.setXLink(first)  # the three plots share the step axis
             self._plots[plot_id] = plot
+            self._plot_widgets[plot_id] = widget
             layout.addWidget(widget, 1)
         self._plots_page = page
         self._stack.addWidget(page)

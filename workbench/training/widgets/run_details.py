@@ -49,18 +49,35 @@ class RunDetails(QWidget):
         self.run_id: str | None = None
         self._state: str | None = None
         self._shown_info: dict | None = None
+        self._active = False
+        self._live: dict = {}
+        self._metrics_item: QTreeWidgetItem | None = None
 
     def show_run(self, row) -> None:
         """Show ``row`` (a ``RunRow``) from no points and an empty log."""
         self.run_id = row.id
         self._state = None
         self._shown_info = None
+        self._live = {}
         self.curves.set_runs([row.id])
         self.log.clear()
         self.update_info(row)
 
+    def show_live_metrics(self, run_id: str, latest: dict, restarted: bool = False) -> None:
+        """The newest values the curves received for the shown run while it is active, so its
+        metrics move on with the table between two listings. ``restarted``: the metrics file
+        started over (a resume), the values before it no longer count."""
+        if run_id != self.run_id:
+            return
+        if restarted:
+            self._live = {}
+        self._live.update(latest)
+        if self._active and self._metrics_item is not None:
+            self._show_metrics(self._metrics_item, self._live)
+
     def update_info(self, row) -> None:
         info = row.info
+        self._active = info.is_active
         if info.state == "failed" and self._state != "failed":
             self.tabs.setCurrentWidget(self.log)  # the traceback is what the user needs first
         self._state = info.state
@@ -112,14 +129,20 @@ class RunDetails(QWidget):
         if info.resumed_from:
             add(run, "Resumed from", info.resumed_from)
         add(run, "Started", _when(info.started_at))
-        add(run, "Ended", _when(info.ended_at))
+        for resume in getattr(info, "resumes", None) or []:
+            add(run, "Resumed", _resume_text(resume))
+        if not info.is_active:
+            add(run, "Ended", _when(info.ended_at))
         if info.exit_code is not None:
             add(run, "Exit code", info.exit_code)
         if info.error:
             add(run, "Problem", info.error)
         metrics = add(None, "Final metrics", "")
-        for name, value in sorted((info.final_metrics or {}).items()):
-            add(metrics, name, format_value(value))
+        self._metrics_item = metrics
+        final = dict(info.final_metrics or {})
+        if info.is_active:
+            final.update(self._live)  # read since the listing: newer
+        self._show_metrics(metrics, final)
         hparams = add(None, "Hyper-parameters", "")
         for name, value in sorted((info.hparams or {}).items()):
             add(hparams, name, format_value(value))
@@ -130,6 +153,33 @@ class RunDetails(QWidget):
             font.setBold(True)
             item.setFont(0, font)
         self.info.verticalScrollBar().setValue(scroll)
+
+    def _show_metrics(self, group: QTreeWidgetItem, metrics: dict) -> None:
+        """Set the group's rows to ``metrics`` in place (sorted by name), so a live update keeps
+        the scroll position and selection."""
+        rows = {group.child(i).text(0): group.child(i) for i in range(group.childCount())}
+        for name, value in metrics.items():
+            text = format_value(value)
+            row = rows.get(name)
+            if row is None:
+                row = QTreeWidgetItem([name, text])
+                names = [group.child(i).text(0) for i in range(group.childCount())]
+                group.insertChild(sum(1 for other in names if other < name), row)
+                rows[name] = row
+            elif row.text(1) != text:
+                row.setText(1, text)
+            row.setToolTip(1, text)
+
+
+def _resume_text(resume) -> str:
+    if not isinstance(resume, dict):
+        return str(resume)
+    parts = []
+    if resume.get("step") is not None:
+        parts.append(f"at step {resume['step']}")
+    if resume.get("time"):
+        parts.append(_when(resume["time"]))
+    return ", ".join(parts)
 
 
 def _when(timestamp: float | None) -> str:

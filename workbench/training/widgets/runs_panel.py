@@ -37,7 +37,7 @@ BUTTONS = (
     ("training.trainLocally", "▶ Train"),
     ("training.stopRun", "Stop"),
     ("training.resumeRun", "Resume"),
-    ("training.resumeAsNewRun", "Resume as New"),
+    ("training.resumeAsNewRun", "Resume as New…"),
     ("training.terminateRun", "Terminate"),
     ("training.compareRuns", "Compare"),
     ("training.openRunFolder", "Open Folder"),
@@ -241,8 +241,12 @@ class RunsPanel(QWidget):
         if records and row is not None and row.info.is_active:
             latest: dict = {}
             for record in records:
-                latest.update(record)
+                latest.update((name, value) for name, value in record.items() if name != "time"
+                              and isinstance(value, (int, float)) and not isinstance(value, bool))
             self.table.show_live_metrics(run_id, latest)
+            self.details.show_live_metrics(run_id, latest, restarted)
+        elif restarted:
+            self.details.show_live_metrics(run_id, {}, restarted)
 
     def _on_log(self, generation: int, run_id: str, stream: str, text: str) -> None:
         if generation == self._generation and self.details.run_id == run_id:

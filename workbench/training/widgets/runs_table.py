@@ -22,6 +22,8 @@ STATE_COLOURS = {
     "completed": "#2e9d48", "failed": "#d93025", "terminated": "#a52714", "lost": "#9c6ade",
 }
 RUN_ID_ROLE = Qt.ItemDataRole.UserRole
+# Room around a metric's text in its cell (margins, and the focus frame of the selected row).
+METRIC_PADDING = 16
 
 
 def state_icon(state: str) -> QIcon:
@@ -58,12 +60,25 @@ def format_started(timestamp: float | None, now: float | None = None) -> str:
     return when.strftime("%H:%M:%S") if when.date() == today else when.strftime("%Y-%m-%d %H:%M")
 
 
-def source_text(info) -> str:
-    """The hyper-parameter file's name and the overrides of a run, as a short cell."""
+def source_parts(info) -> list[str]:
+    """The hyper-parameter file's name, the overrides and the processes of a run."""
     parts = [Path(info.hparams_file).name if info.hparams_file else "defaults", *info.overrides]
     if getattr(info, "nproc", 1) and info.nproc > 1:
         parts.append(f"×{info.nproc} processes")
-    return "  ".join(parts)
+    return parts
+
+
+def source_text(info) -> str:
+    """The hyper-parameter file's name and the overrides of a run, as a short cell."""
+    return "  ".join(source_parts(info))
+
+
+def source_tooltip(info) -> str:
+    """All of what the cell may cut: the file's project path, each override and the processes
+    on a line of their own."""
+    parts = source_parts(info)
+    parts[0] = info.hparams_file or "(no file: the defaults)"
+    return "\n".join(parts)
 
 
 class RunsTable(QTreeWidget):
@@ -89,8 +104,10 @@ class RunsTable(QTreeWidget):
         for column, width in ((COLUMN_RUN, run_width), (COLUMN_STATE, 96), (COLUMN_SOURCE, 130),
                               (COLUMN_STARTED, 64), (COLUMN_DURATION, 60)):
             self.setColumnWidth(column, width)
+        # Wide enough for 4 significant digits of a small loss ("0.0001234") from the start.
+        metric_width = self.fontMetrics().horizontalAdvance("0.0001234") + METRIC_PADDING
         for column in METRIC_COLUMNS:
-            self.setColumnWidth(column, 58)
+            self.setColumnWidth(column, metric_width)
             self.headerItem().setTextAlignment(column, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         self._items: dict[str, QTreeWidgetItem] = {}
         self._icons: dict[str, QIcon] = {}
@@ -142,15 +159,14 @@ class RunsTable(QTreeWidget):
         item.setForeground(COLUMN_STATE, QBrush(QColor(STATE_COLOURS.get(info.state, "#555"))))
         item.setToolTip(COLUMN_STATE, info.error or info.state)
         item.setText(COLUMN_SOURCE, source_text(info))
-        item.setToolTip(COLUMN_SOURCE, "\n".join([info.hparams_file or "(no file: the defaults)", *info.overrides]))
+        item.setToolTip(COLUMN_SOURCE, source_tooltip(info))
         item.setText(COLUMN_STARTED, format_started(info.started_at or info.created_at))
         item.setText(COLUMN_DURATION, format_duration(info.duration))
         metrics = dict(info.final_metrics or {})
         if info.is_active:
             metrics.update(self._live.get(info.id, {}))
         for column, name in METRIC_COLUMNS.items():
-            value = metrics.get(name)
-            item.setText(column, format_value(value) if value is not None else "")
+            self._set_metric(item, column, metrics.get(name))
 
     def show_live_metrics(self, run_id: str, final: dict) -> None:
         """The latest values the curves received for an active run (between two listings)."""
@@ -160,7 +176,19 @@ class RunsTable(QTreeWidget):
             return
         for column, name in METRIC_COLUMNS.items():
             if name in final:
-                item.setText(column, format_value(final[name]))
+                self._set_metric(item, column, final[name])
+
+    def _set_metric(self, item: QTreeWidgetItem, column: int, value) -> None:
+        text = format_value(value) if value is not None else ""
+        item.setToolTip(column, repr(value) if isinstance(value, float) else text)  # every digit
+        if item.text(column) == text:
+            return
+        item.setText(column, text)
+        # A column only grows to show a whole number (a small loss would read "0.000…"); one
+        # the user widened stays as wide.
+        needed = self.fontMetrics().horizontalAdvance(text) + METRIC_PADDING
+        if self.columnWidth(column) < needed:
+            self.setColumnWidth(column, needed)
 
     def select_runs(self, run_ids: list[str]) -> None:
         """Select exactly these runs (those listed) and show the first."""

@@ -8,6 +8,7 @@ back on the GUI thread.
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import threading
 from dataclasses import dataclass
@@ -17,8 +18,18 @@ from typing import Any, Callable
 from PySide6.QtCore import QObject, Signal
 
 from workbench.qt.tasks import Operation
+from workbench.training.run_info import LATEST_CHECKPOINT
 
 log = logging.getLogger(__name__)
+
+
+def checkpoint_step(run_dir: Path) -> int | None:
+    """The step of the run's last checkpoint (``checkpoints/latest.json``), None without one."""
+    try:
+        step = json.loads((run_dir / LATEST_CHECKPOINT).read_text(encoding="utf-8")).get("step")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return step if isinstance(step, int) and not isinstance(step, bool) else None
 
 
 @dataclass
@@ -27,11 +38,21 @@ class RunRow:
 
     info: Any  # RunInfo
     can_resume: bool
+    """It can go on in the same run (stopped, failed… with a checkpoint; not completed)."""
+    can_resume_as_new: bool = False
+    """A new run can start from its last checkpoint."""
+    checkpoint_step: int | None = None
+    """The step of an active run's last checkpoint (None: none yet, or not known)."""
 
     @property
     def id(self) -> str:
         return self.info.id
 
+    @classmethod
+    def of(cls, info) -> "RunRow":
+        """The row of ``info``, reading what it needs from the run folder (off the GUI thread)."""
+        step = checkpoint_step(Path(info.run_dir)) if info.is_active else None
+        return cls(info, info.can_resume, info.can_resume_as_new, step)
 
 
 class TrainingSession(QObject):
@@ -77,7 +98,7 @@ class TrainingSession(QObject):
                        on_error=lambda exc: log.warning("Listing runs failed: %s", exc))
 
     def _list_rows(self) -> list[RunRow]:
-        return [RunRow(info, info.can_resume) for info in self.service().list_runs()]
+        return [RunRow.of(info) for info in self.service().list_runs()]
 
     def _on_listed(self, rows: list[RunRow]) -> None:
         self.rows = rows
@@ -127,10 +148,31 @@ class TrainingSession(QObject):
     def terminate(self, run_id: str) -> Operation:
         return self.call("terminate", "terminate", run_id, title=f"Terminating {run_id}")
 
-    def resume(self, run_id: str, new_run: bool = False) -> Operation:
-        return self.call("resume", "resume", run_id, new_run=new_run,
+    def resume(self, run_id: str, new_run: bool = False, overrides: tuple[str, ...] | list[str] = ()) -> Operation:
+        """Resume ``run_id`` in the same run or as a new one; ``overrides`` ("key=value", a new
+        run only) change its hyper-parameters, e.g. ``num_epochs=20`` to train further."""
+        return self.call("resume", "resume", run_id, new_run=new_run, overrides=tuple(overrides),
                          title=f"Resuming {run_id}" + (" as a new run" if new_run else ""),
                          on_done=self.sig_run_started.emit)
+
+    def read_resume_point(self, run_id: str, on_done: Callable[[Any, int | None], None]) -> None:
+        """The project's hyper-parameter schema (None when its keys cannot be read) and the step
+        of the run's last checkpoint (None if unknown), read on a worker; ``on_done(schema,
+        step)`` on the GUI thread."""
+        row = self.row(run_id)
+        run_dir = Path(row.info.run_dir) if row is not None else None
+
+        def work():
+            from workbench_trainkit.hparams import project_schema
+
+            try:
+                schema = project_schema(self.project_dir)
+            except Exception:  # noqa: BLE001 — the resume reports a broken schema with its reason
+                schema = None
+            return schema, checkpoint_step(run_dir) if run_dir is not None else None
+
+        self.tasks.run("training.readResumePoint", work, on_done=lambda found: on_done(*found),
+                       on_error=lambda exc: self._errors_shown(str(exc), ""))
 
     def find_hparams_files(self, on_done: Callable[[list[str], Any], None]) -> None:
         """The project's ``*.hparams`` files (project-relative, run folders left out) and its

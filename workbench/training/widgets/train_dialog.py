@@ -50,14 +50,17 @@ def parse_overrides(text: str, schema=None) -> tuple[list[str], str]:
 
 
 class TrainDialog(QDialog):
-    """Asks for a hyper-parameter file, overrides and the number of processes."""
+    """Asks for a hyper-parameter file, overrides and the number of processes; or, to resume a
+    run as a new one (``resume_from``: run id, checkpoint step or None, the run's
+    hyper-parameters), only for the overrides."""
 
     def __init__(self, project_dir: Path, files: list[str], current: str | None = None,
                  overrides: list[str] | None = None, nproc: int = 1, schema=None,
-                 parent: QWidget | None = None):
+                 parent: QWidget | None = None, resume_from: tuple[str, int | None, dict] | None = None):
         super().__init__(parent)
         self.schema = schema
-        self.setWindowTitle("Train with Hyper-parameters")
+        self.resume_from = resume_from
+        self.setWindowTitle("Train with Hyper-parameters" if resume_from is None else "Resume as New Run")
         self.project_dir = Path(project_dir)
         self.file = QComboBox()
         self.file.setEditable(True)
@@ -85,24 +88,44 @@ class TrainDialog(QDialog):
         self.error.setStyleSheet("color: #d93025;")
         self.error.setWordWrap(True)
         form = QFormLayout()
+        self.summary = QLabel("")
+        self.summary.setWordWrap(True)
+        form.addRow(self.summary)
         form.addRow("Hyper-parameter file:", file_row)
         form.addRow("Overrides (key=value):", self.overrides)
         form.addRow("Processes:", self.nproc)
+        if resume_from is None:
+            form.setRowVisible(self.summary, False)
+        else:
+            # The new run takes the file and processes of the run it resumes: only what changes is asked.
+            run_id, step, hparams = resume_from
+            where = f"step {step}" if step is not None else "its last checkpoint"
+            self.summary.setText(f"A new run starts from run {run_id} at {where}, with that run's "
+                                 "hyper-parameters and these changes (more epochs, say):")
+            epochs = (hparams or {}).get("num_epochs")
+            if isinstance(epochs, int) and not isinstance(epochs, bool):
+                self.overrides.setPlaceholderText(f"num_epochs={epochs * 2}\nlearning_rate=0.001")
+            form.setRowVisible(file_row, False)
+            form.setRowVisible(self.nproc, False)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Train")
+        buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Train" if resume_from is None else "Resume")
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
         layout.addWidget(self.error)
         layout.addWidget(buttons)
-        self.resize(520, 260)
+        self.resize(520, 260 if resume_from is None else self.sizeHint().height())
 
     def values(self) -> tuple[str | None, list[str], int]:
         """(hyper-parameter file or None, overrides, processes) as entered."""
         text = self.file.currentText().strip()
         overrides, _error = parse_overrides(self.overrides.toPlainText(), self.schema)
         return (None if not text or text == NO_FILE else text), overrides, self.nproc.value()
+
+    def typed_overrides(self) -> list[str]:
+        """The overrides box's lines as typed (blank lines left out), checked or not."""
+        return [line.strip() for line in self.overrides.toPlainText().splitlines() if line.strip()]
 
     def accept(self) -> None:
         _overrides, error = parse_overrides(self.overrides.toPlainText(), self.schema)
