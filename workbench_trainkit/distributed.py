@@ -121,6 +121,13 @@ def gather_objects(value) -> list:
 def cleanup() -> None:
     """Leave the process group, if this process joined one."""
     if is_initialized():
+        # Every rank reaches the teardown before any leaves: a rank that tears its gloo
+        # connections down while a peer still uses them makes that peer abort ("terminate
+        # called without an active exception", SIGABRT) and the run fail at its very end.
+        try:
+            dist.barrier()
+        except Exception:  # a peer already gone: nothing left to wait for
+            pass
         dist.destroy_process_group()
 
 
