@@ -11,6 +11,9 @@ import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+# Real services as session fixtures, requested by name (sshd_server, slurm_cluster, slurm_over_ssh, …).
+pytest_plugins = ["tests.services.sshd", "tests.services.slurm"]
+
 
 @pytest.fixture(autouse=True)
 def private_workbench_folders(monkeypatch, tmp_path):

@@ -1,7 +1,8 @@
 """A real OpenSSH server on 127.0.0.1 for tests: Git over ssh://, and later the cluster backends.
 
-Use it by importing the fixture into a test module (``from tests.services.sshd import sshd_server``)
-or with ``pytest_plugins = ["tests.services.sshd"]``. The server runs ``/usr/sbin/sshd -D`` with
+The fixture is registered for every test by ``tests/conftest.py`` (``pytest_plugins``): ask for
+``sshd_server`` by name. Importing it into a test module still works, but then that module gets a
+server of its own instead of the session's one. The server runs ``/usr/sbin/sshd -D`` with
 its own host key, config, log and authorised-keys file in a temporary folder, on a free port,
 and lets the current user in with a fresh ed25519 key. A missing sshd fails the test with what to
 install: CI installs openssh-server, so a silent skip would hide a broken set-up.
