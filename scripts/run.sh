@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets Workbench up and starts it. Without a display, says so and runs the headless demo instead:
-# it creates the digits project, renders the welcome and project windows to PNG files and prints
-# where they are.
+# it creates the digits project, trains it for two epochs through `workbench train`, renders the
+# welcome and project windows (with the run's curves) to PNG files and prints where they are.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -19,6 +19,7 @@ MSG
 demo=${WORKBENCH_DEMO_DIR:-$(mktemp -d /tmp/workbench-demo.XXXXXX)}
 export QT_QPA_PLATFORM=offscreen
 .venv/bin/workbench new --template digits "$demo/digits"
+.venv/bin/workbench train "$demo/digits" --set num_epochs=2
 .venv/bin/workbench screenshot -o "$demo/welcome.png"
 .venv/bin/workbench screenshot "$demo/digits" -o "$demo/digits-window.png"
 echo "Demo project: $demo/digits"
