@@ -29,6 +29,7 @@ CAPABILITY_GROUPS: dict[str, str] = {
     "git": "workbench.git.cli:git_group",
     "train": "workbench.training.cli:train_command",
     "runs": "workbench.training.cli:runs_group",
+    "cluster": "workbench.cluster.cli:cluster_group",
 }
 
 HUB_START_TIMEOUT_S = 15.0
@@ -85,6 +86,11 @@ def _user_message(exc: Exception) -> str | None:
         from workbench.training.errors import TrainingError
 
         if isinstance(exc, TrainingError):
+            return str(exc)
+    if "workbench.cluster.errors" in sys.modules:
+        from workbench.cluster.errors import ClusterError
+
+        if isinstance(exc, ClusterError):
             return str(exc)
     return None
 

@@ -54,20 +54,48 @@ def _run_data(info) -> dict:
             "can_resume": info.can_resume, "can_resume_as_new": info.can_resume_as_new}
 
 
-def _start(service, hparams_file, overrides, nproc: int):
+def _start(service, hparams_file, overrides, nproc: int, cluster: dict | None = None):
     """``service.start``, printing the hyper-parameters' warnings (``warning: file:line: …``)
-    and, when the start is refused, every problem one a line before the summary."""
+    and, when the start is refused, every problem one a line before the summary. ``cluster``:
+    ``{"name": profile, "resources": {...}, "cancel": CancelToken}`` to train on a cluster, each
+    stage printed to stderr as it begins."""
     from workbench.training.errors import TrainingError
 
     try:
-        info = service.start(hparams_file, overrides, nproc)
+        if cluster is None:
+            info = service.start(hparams_file, overrides, nproc)
+        else:
+            info = service.start(hparams_file, overrides, cluster=cluster["name"], resources=cluster["resources"],
+                                 progress=_StagePrinter(), cancel=cluster.get("cancel"))
     except TrainingError as exc:
         if exc.diagnostics:
             raise TrainingError(_print_problems(exc, service.project_dir), exc.diagnostics) from None
         raise
+    except Exception as exc:
+        from workbench.tasks import Cancelled
+
+        if isinstance(exc, Cancelled):
+            raise TrainingError("Not started: cancelled before the job was submitted; nothing of the run is left, "
+                                "here or on the cluster.") from None
+        raise
     for warning in info.warnings:
         click.echo(f"warning: {warning}", err=True)
     return info
+
+
+class _StagePrinter:
+    """Prints each step of a cluster start to stderr (``code: Uploading the code``), once."""
+
+    def __init__(self):
+        self._shown: set[str] = set()
+
+    def __call__(self, report) -> None:
+        # Byte counts ("… (1.2 MB of 30 MB)") change many times a second: the step is enough.
+        message = report.message.split(" (")[0]
+        line = f"{report.stage}: {message}"
+        if line not in self._shown:
+            self._shown.add(line)
+            click.echo(line, err=True)
 
 
 def _print_problems(refused, project_dir: Path) -> str:
@@ -104,38 +132,69 @@ def _echo_json(data) -> None:
               help="Override one hyper-parameter for this run (repeatable).")
 @_JSON
 @click.option("--detach", is_flag=True, help="Return as soon as the run has started.")
+@click.option("--cluster", "cluster", metavar="NAME",
+              help="Train on the cluster of this profile (see `workbench cluster list`) instead of here.")
+@click.option("--nodes", type=click.IntRange(min=1), default=1, show_default=True, help="With --cluster: nodes.")
+@click.option("--gpus-per-node", type=click.IntRange(min=0), default=0, show_default=True,
+              help="With --cluster: GPUs on each node (one training process each).")
+@click.option("--cpus", type=click.IntRange(min=1), default=1, show_default=True,
+              help="With --cluster: CPUs for the training processes of each node.")
+@click.option("--mem", default="", metavar="MEM", help="With --cluster: memory per node, e.g. 16G.")
+@click.option("--time", "time_limit", default="", metavar="TIME", help="With --cluster: time limit, e.g. 02:00:00.")
+@click.option("--partition", default="", help="With --cluster: partition (default: the profile's).")
 def train_command(project: Path | None, hparams_file: Path | None, nproc: int, overrides: tuple[str, ...],
-                  as_json: bool, detach: bool) -> None:
+                  as_json: bool, detach: bool, cluster: str | None, nodes: int, gpus_per_node: int, cpus: int,
+                  mem: str, time_limit: str, partition: str) -> None:
     """Train the project at PROJECT (default: the one here) with its training script.
 
     Prints the run id and the trainer's output until the run ends. Ctrl+C stops the run (it
     checkpoints first, so it can be resumed); a second Ctrl+C terminates it. Exits 0 when the
     run completed. With --detach, returns at once and the run goes on in the background.
+
+    With --cluster NAME, the code (the exact commit, uncommitted changes included) and the data
+    go to that cluster and the run trains there as a job; its logs, metrics, checkpoints and
+    outputs come back into the run folder here. --nproc is then the processes on each node
+    (default: one per GPU, or one).
     """
     service = _service(project)
     if hparams_file is not None:
         hparams_file = hparams_file.expanduser().absolute()
+    remote = None
+    if cluster:
+        from workbench.tasks import CancelToken
+
+        resources = {"nodes": nodes, "gpus_per_node": gpus_per_node, "cpus": cpus, "mem": mem, "time": time_limit,
+                     "partition": partition, "processes_per_node": nproc if nproc > 1 else 0}
+        remote = {"name": cluster, "resources": resources, "cancel": CancelToken()}
     if detach:
-        info = _start(service, hparams_file, overrides, nproc)
+        info = _start(service, hparams_file, overrides, nproc, remote)
         if as_json:
             _echo_json(_run_data(info))
+        elif info.is_cluster:
+            click.echo(f"Submitted run {info.id} to {info.cluster} (job {info.job_id}). Follow it with "
+                       f"`workbench runs logs -f {info.id}`, stop it with `workbench runs stop {info.id}`.")
         else:
             click.echo(f"Started run {info.id} (pid {info.pid}). Follow it with "
                        f"`workbench runs logs -f {info.id}`, stop it with `workbench runs stop {info.id}`.")
         return
-    # Caught from before the start: a Ctrl+C while the run starts stops it once it has.
-    with CtrlC() as ctrl_c:
-        info = _start(service, hparams_file, overrides, nproc)
+    # Caught from before the start: a Ctrl+C while the run starts stops it once it has (on a
+    # cluster: while code and data are being sent, it cancels the start instead).
+    with CtrlC(on_press=(remote["cancel"].cancel if remote else None)) as ctrl_c:
+        info = _start(service, hparams_file, overrides, nproc, remote)
         if not as_json:
-            click.echo(f"Run {info.id} started in {info.run_dir}")
+            where = f" on {info.cluster} (job {info.job_id})" if info.is_cluster else ""
+            click.echo(f"Run {info.id} started{where} in {info.run_dir}")
+        ctrl_c.on_press = None
+        ctrl_c.count = 0
         _finish_in_foreground(service, info, as_json, ctrl_c)
 
 
 class CtrlC:
     """Counts Ctrl+C presses (SIGINT) while in use, instead of raising KeyboardInterrupt."""
 
-    def __init__(self):
+    def __init__(self, on_press=None):
         self.count = 0
+        self.on_press = on_press   # called on each press (a cluster start cancels with it)
         self._previous = None
 
     def __enter__(self) -> "CtrlC":
@@ -147,6 +206,8 @@ class CtrlC:
 
     def _on_sigint(self, signum, frame) -> None:
         self.count += 1
+        if self.on_press is not None:
+            self.on_press()
 
 
 def _finish_in_foreground(service, info, as_json: bool, ctrl_c: CtrlC, offsets: tuple[int, int] = (0, 0)) -> None:
@@ -283,7 +344,7 @@ def _duration(seconds: float) -> str:
 
 @click.group("runs", context_settings={"help_option_names": ["-h", "--help"]})
 def runs_group() -> None:
-    """The project's training runs: list, show, logs, stop, resume, terminate.
+    """The project's training runs: list, show, logs, stop, resume, terminate, pull.
 
     RUN is a run id or the start of one.
     """
@@ -307,6 +368,9 @@ def list_command(project: Path | None, as_json: bool) -> None:
         extra = f"  (from {info.resumed_from})" if info.resumed_from else ""
         if info.resumes:
             extra += f"  (resumed at step {', '.join(str(resume.get('step', '?')) for resume in info.resumes)})"
+        if info.is_cluster:
+            reason = f", {info.scheduler_reason}" if info.scheduler_reason and info.is_active else ""
+            extra += f"  (on {info.cluster}, job {info.job_id or '-'}{reason})"
         lines.append(f"{info.id:<20} {info.state:<11} {duration:>9}  {_metrics_text(info.final_metrics)}{extra}")
     click.echo("\n".join(lines))
 
@@ -336,9 +400,26 @@ def show_command(run: str, project: Path | None, as_json: bool) -> None:
         ("metrics", " ".join(f"{k}={_number(v)}" for k, v in info.final_metrics.items()) or "-"),
         ("can resume", "yes" if info.can_resume else ("as a new run" if info.can_resume_as_new else "no")),
     ]
+    if info.is_cluster:
+        scheduler = " ".join(filter(None, [info.scheduler_state, f"({info.scheduler_reason})"
+                                           if info.scheduler_reason else ""]))
+        rows[3:3] = [("cluster", f"{info.cluster} ({info.backend})"), ("job", info.job_id or "-"),
+                     ("scheduler", scheduler or "-"), ("remote folder", info.remote_run_dir or "-"),
+                     ("resources", _resources_text(info.resources))]
+        rows.append(("products", ", ".join(info.products) or "-"))
     if info.error:
         rows.append(("error", info.error))
     click.echo("\n".join(f"{name + ':':<14}{value}" for name, value in rows))
+
+
+def _resources_text(resources: dict) -> str:
+    parts = [f"{resources.get('nodes', 1)} node(s)"]
+    if resources.get("gpus_per_node"):
+        parts.append(f"{resources['gpus_per_node']} GPU(s) each")
+    parts.append(f"{resources.get('cpus', 1)} CPU(s) each")
+    parts += [f"{name} {resources[name]}" for name in ("mem", "time", "partition", "account", "qos")
+              if resources.get(name)]
+    return ", ".join(parts)
 
 
 def _resume_text(resume: dict) -> str:
@@ -366,6 +447,26 @@ def logs_command(run: str, project: Path | None, follow: bool) -> None:
     _copy_new(folder.stderr_log, 0, sys.stderr)
 
 
+@runs_group.command("pull")
+@_RUN
+@_PROJECT
+@_JSON
+def pull_command(run: str, project: Path | None, as_json: bool) -> None:
+    """Fetch a cluster run's checkpoints and outputs into its run folder (only what is new or
+    changed). Runs on a cluster do this by themselves when they end."""
+    service = _service(project)
+    report = service.pull(run)
+    info = service.get(run)
+    if as_json:
+        _echo_json({"run": info.id, "fetched": report.fetched, "unchanged": report.unchanged,
+                    "bytes": report.bytes_fetched, "products": info.products})
+        return
+    for path in report.fetched:
+        click.echo(f"fetched {path}")
+    click.echo(f"Run {info.id}: {len(report.fetched)} file(s) fetched ({report.bytes_fetched} bytes), "
+               f"{report.unchanged} already here, in {info.run_dir}.")
+
+
 @runs_group.command("stop")
 @_RUN
 @_PROJECT
@@ -377,6 +478,9 @@ def stop_command(run: str, project: Path | None, as_json: bool) -> None:
     info = service.stop(run)
     if as_json:
         _echo_json(_run_data(info))
+    elif info.is_cluster:
+        click.echo(f"Stopping run {info.id} on {info.cluster} (job {info.job_id}): it checkpoints and exits, and its "
+                   "checkpoints and outputs come back here. `workbench runs show` says how it ended.")
     elif not has_checkpoint:
         click.echo(f"Stopping run {info.id}: it has no checkpoint yet, so unless it saves one as it stops (the "
                    "training helpers do), it cannot be resumed. `workbench runs show` says how it ended.")
@@ -427,5 +531,6 @@ def resume_command(run: str, project: Path | None, new_run: bool, overrides: tup
         _echo_json(_run_data(info))
     else:
         where = f"as run {info.id}" if new_run else f"in run {info.id}"
+        process = f"job {info.job_id} on {info.cluster}" if info.is_cluster else f"pid {info.pid}"
         click.echo(f"Resumed from {info.resumed_from if new_run else 'its last checkpoint'} {where} "
-                   f"(pid {info.pid}). Follow it with `workbench runs logs -f {info.id}`.")
+                   f"({process}). Follow it with `workbench runs logs -f {info.id}`.")

@@ -17,10 +17,16 @@ COMPLETED = "completed"
 FAILED = "failed"
 TERMINATED = "terminated"
 LOST = "lost"  # the processes are gone and nothing recorded how they ended (e.g. a reboot)
+# Cluster runs only: the job waits in the scheduler's queue; the job was cancelled (scancel).
+PENDING = "pending"
+CANCELLED = "cancelled"
 
-ACTIVE_STATES = frozenset({STARTING, RUNNING, STOPPING})
-END_STATES = frozenset({STOPPED, COMPLETED, FAILED, TERMINATED, LOST})
-STATES = (STARTING, RUNNING, STOPPING, STOPPED, COMPLETED, FAILED, TERMINATED, LOST)
+ACTIVE_STATES = frozenset({STARTING, PENDING, RUNNING, STOPPING})
+END_STATES = frozenset({STOPPED, COMPLETED, FAILED, TERMINATED, CANCELLED, LOST})
+STATES = (STARTING, PENDING, RUNNING, STOPPING, STOPPED, COMPLETED, FAILED, TERMINATED, CANCELLED, LOST)
+# Where a run trains: this machine, or a cluster (its profile's scheduler).
+LOCAL_BACKEND = "local"
+CLUSTER_BACKENDS = ("slurm", "ssh")
 
 LATEST_CHECKPOINT = Path("checkpoints") / "latest.json"
 
@@ -65,6 +71,15 @@ class RunInfo:
     active_seconds: float = 0.0
     resumes: list[dict] = field(default_factory=list)   # [{"step": 490, "time": ...}], oldest first
     warnings: list[str] = field(default_factory=list)   # the hyper-parameters' warnings at the start
+    # Cluster runs (backend "slurm" or "ssh"); the run folder mirrors the remote one.
+    cluster: str = ""                   # the cluster profile's name
+    job_id: str | None = None           # Slurm's job id, or the process group on a plain SSH host
+    remote_run_dir: str = ""            # the run folder on the cluster
+    resources: dict = field(default_factory=dict)       # workbench.cluster.jobs.Resources as JSON
+    scheduler_state: str = ""           # the scheduler's word: PENDING, RUNNING, COMPLETED, TIMEOUT, ...
+    scheduler_reason: str = ""          # why it waits or how it ended, as the scheduler says
+    products: list[str] = field(default_factory=list)   # run-folder-relative files pulled into outputs/
+    pulled_at: float | None = None      # when checkpoints/ and outputs/ were last pulled
 
     @property
     def duration(self) -> float | None:
@@ -82,6 +97,11 @@ class RunInfo:
     @property
     def is_active(self) -> bool:
         return self.state in ACTIVE_STATES
+
+    @property
+    def is_cluster(self) -> bool:
+        """Whether it trains on a cluster (its folder here mirrors the one there)."""
+        return self.backend in CLUSTER_BACKENDS
 
     @property
     def can_resume(self) -> bool:

@@ -57,9 +57,10 @@ class RunSpec:
 
 
 def prepare_run(project_dir: Path, hparams_file: Path | str | None = None, overrides=(),
-                nproc: int = 1) -> RunSpec:
+                nproc: int = 1, check_data: bool = True) -> RunSpec:
     """The run that ``start`` would launch; TrainingError when it cannot (no script, a bad
-    hyper-parameter file or override, a bad process count)."""
+    hyper-parameter file or override, a bad process count). ``check_data=False`` leaves the data
+    paths unchecked (a cluster run checks them against what will be on the cluster)."""
     if not isinstance(nproc, int) or nproc < 1:
         raise TrainingError(f"The number of processes must be 1 or more, not {nproc!r}.")
     project_dir = Path(project_dir)
@@ -76,7 +77,7 @@ def prepare_run(project_dir: Path, hparams_file: Path | str | None = None, overr
     except hparams_module.HParamsError as exc:
         raise TrainingError(_diagnostics_message(exc.diagnostics, project_dir), exc.diagnostics) from None
     # The trainer runs in the project folder, so relative data paths are checked from there.
-    data_problems = hparams_module.check_data_paths(values, project_dir, str(source or ""))
+    data_problems = hparams_module.check_data_paths(values, project_dir, str(source or "")) if check_data else []
     if data_problems:
         raise TrainingError(_diagnostics_message(data_problems, project_dir), data_problems)
     explicit = [name for name in values if name in values.explicit]

@@ -21,7 +21,7 @@ from workbench.training.local_runner import LocalRunner
 from workbench.training.metrics import MetricsTail, update_final
 from workbench.training.processes import is_same_process
 from workbench.training.run_folder import RunFolder, is_run_id, runs_dir
-from workbench.training.run_info import COMPLETED, LOST, RUNNING, STARTING, STOPPED, STOPPING, RunInfo
+from workbench.training.run_info import COMPLETED, LOST, PENDING, RUNNING, STARTING, STOPPED, STOPPING, RunInfo
 from workbench.training.run_store import RunStore
 
 # A run that has been "starting" this long without a supervisor was never launched.
@@ -95,32 +95,73 @@ class RunService:
     # -----------------------------------------------------------------------------------------
     # acting
 
-    def start(self, hparams_file=None, overrides=(), nproc: int = 1) -> RunInfo:
+    def start(self, hparams_file=None, overrides=(), nproc: int = 1, cluster: str | None = None,
+              resources=None, progress=None, cancel=None) -> RunInfo:
         """Start a run of the project's training script; returns once the trainer runs.
 
         ``hparams_file`` (absolute, or relative to the project) defaults to ``[training] hparams``.
         A hyper-parameter file or override that does not check out raises TrainingError (with
-        ``diagnostics``) and creates nothing."""
+        ``diagnostics``) and creates nothing.
+
+        With ``cluster`` (a cluster profile's name), the run trains there instead with
+        ``resources`` (``workbench.cluster.jobs.Resources`` or a dict of its fields): this returns
+        once the job is submitted (state "pending"), reporting each stage to ``progress`` and
+        honouring ``cancel`` until then (see ``workbench.cluster.remote_run``). It can take a
+        while (code and data are sent): call it off the GUI thread. ClusterError when the
+        cluster cannot be reached or refuses a step."""
+        if cluster:
+            from workbench.cluster.remote_run import start_cluster_run
+
+            return start_cluster_run(self.project_dir, cluster, resources, hparams_file, tuple(overrides),
+                                     progress=progress, cancel=cancel)
         return self.runner.start(hparams_file, tuple(overrides), nproc)
 
     def stop(self, run_id: str) -> RunInfo:
         """Ask the run to checkpoint and exit; returns at once (state "stopping")."""
-        return self.runner.stop(self.get(run_id))
+        info = self.get(run_id)
+        if info.is_cluster:
+            from workbench.cluster.remote_run import request_stop
+
+            return request_stop(info)
+        return self.runner.stop(info)
 
     def terminate(self, run_id: str) -> RunInfo:
-        """Kill the run's whole process group."""
-        info = self.runner.terminate(self.get(run_id))
+        """Kill the run's whole process group (a cluster run: cancel its job, and wait for its
+        end to be recorded, up to half a minute)."""
+        info = self.get(run_id)
+        if info.is_cluster:
+            from workbench.cluster.remote_run import request_terminate
+
+            info = request_terminate(info)
+        else:
+            info = self.runner.terminate(info)
         self._forget_live(info.id)
         return info
 
-    def resume(self, run_id: str, new_run: bool = False, overrides=()) -> RunInfo:
+    def resume(self, run_id: str, new_run: bool = False, overrides=(), progress=None, cancel=None) -> RunInfo:
         """Continue the run from its last checkpoint, in the same run or (``new_run``) a new one.
 
         A completed run can only go on as a new run. ``overrides`` ("key=value") change the
-        hyper-parameters of the new run (e.g. ``num_epochs=20``); TrainingError for the same run."""
-        info = self.runner.resume(self.get(run_id), new_run, tuple(overrides))
+        hyper-parameters of the new run (e.g. ``num_epochs=20``); TrainingError for the same run.
+        A cluster run goes on with a new job on its cluster (``progress`` and ``cancel`` as for
+        ``start``)."""
+        info = self.get(run_id)
+        if info.is_cluster:
+            from workbench.cluster.remote_run import resume_cluster_run
+
+            info = resume_cluster_run(info, new_run, tuple(overrides), progress=progress, cancel=cancel)
+        else:
+            info = self.runner.resume(info, new_run, tuple(overrides))
         self._forget_live(info.id)
         return info
+
+    def pull(self, run_id: str, progress=None, cancel=None):
+        """Fetch a cluster run's checkpoints/ and outputs/ into its folder now (only what is new
+        or changed); returns ``workbench.cluster.mirror.PullReport``. TrainingError for a local
+        run. The follower does this by itself when the job ends."""
+        from workbench.cluster.remote_run import pull
+
+        return pull(self.get(run_id), progress=progress, cancel=cancel)
 
     def delete(self, run_id: str) -> None:
         """Delete a run that is not active: its folder and its row in the history."""
@@ -144,11 +185,30 @@ class RunService:
             current = folder.read_info()
         except TrainingError:
             return info
+        if current.is_cluster:
+            return self._refresh_cluster(info, current, store_usable)
         if current.is_active and not self._alive(current):
             current = folder.read_info()  # the supervisor may have recorded the end meanwhile
             if current.is_active and not self._alive(current):
                 current = self._mark_lost(folder, current)
         if current.state in (STARTING, RUNNING) and folder.stop_requested.exists():
+            current.state = STOPPING
+        if store_usable and current.to_json() != info.to_json():
+            self._put(current)
+        if current.is_active:
+            current.final_metrics = self._live_final(current)
+        else:
+            self._forget_live(current.id)
+        return current
+
+    def _refresh_cluster(self, info: RunInfo, current: RunInfo, store_usable: bool) -> RunInfo:
+        """A cluster run as its follower recorded it; the follower started again when it has
+        none (the job lives on the cluster whatever happened here)."""
+        from workbench.cluster.remote_run import ensure_followed
+
+        folder = RunFolder(current.run_dir)
+        current = ensure_followed(current)
+        if current.state in (STARTING, PENDING, RUNNING) and folder.stop_requested.exists():
             current.state = STOPPING
         if store_usable and current.to_json() != info.to_json():
             self._put(current)

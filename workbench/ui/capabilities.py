@@ -14,7 +14,9 @@ import logging
 
 log = logging.getLogger(__name__)
 
-BUILT_IN: tuple[str, ...] = ("workbench.git.widgets:install", "workbench.training.widgets:install")
+# In this order: the cluster's install extends the Runs panel that training's adds.
+BUILT_IN: tuple[str, ...] = ("workbench.git.widgets:install", "workbench.training.widgets:install",
+                             "workbench.cluster.widgets:install")
 
 
 def install_capabilities(window, entries: tuple[str, ...] | None = None) -> list[str]:

@@ -52,6 +52,12 @@ class RunDetails(QWidget):
         self._active = False
         self._live: dict = {}
         self._metrics_item: QTreeWidgetItem | None = None
+        self._sections: list[tuple] = []
+
+    def add_section(self, title: str, rows_of) -> None:
+        """Another capability's group in the Details tab, after "Run" (the cluster's "Cluster"):
+        ``rows_of(info)`` gives its ``(name, value)`` rows; no rows, no group."""
+        self._sections.append((title, rows_of))
 
     def show_run(self, row) -> None:
         """Show ``row`` (a ``RunRow``) from no points and an empty log."""
@@ -137,6 +143,12 @@ class RunDetails(QWidget):
             add(run, "Exit code", info.exit_code)
         if info.error:
             add(run, "Problem", info.error)
+        for title, rows_of in self._sections:
+            rows = list(rows_of(info) or [])
+            if rows:
+                section = add(None, title, "")
+                for name, value in rows:
+                    add(section, name, value)
         metrics = add(None, "Final metrics", "")
         self._metrics_item = metrics
         final = dict(info.final_metrics or {})

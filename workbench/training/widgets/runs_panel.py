@@ -70,17 +70,11 @@ class RunsPanel(QWidget):
         self._generation = 0
 
         self.buttons: dict[str, QToolButton] = {}
-        bar = QHBoxLayout()
+        self._bar = bar = QHBoxLayout()
         bar.setContentsMargins(4, 2, 4, 2)
         bar.setSpacing(2)
         for command_id, text in BUTTONS:
-            button = QToolButton()
-            button.setText(text)
-            button.setAutoRaise(True)
-            button.setObjectName(command_id)
-            button.clicked.connect(lambda _checked=False, cid=command_id: self._run(cid))
-            self.buttons[command_id] = button
-            bar.addWidget(button)
+            self._button(command_id, text)
             if command_id == "training.trainLocally":
                 bar.addSpacing(8)
         bar.addStretch(1)
@@ -115,8 +109,9 @@ class RunsPanel(QWidget):
         self.splitter.setStretchFactor(1, 3)
         self.splitter.setSizes([700, 700])
         self.splitter.setChildrenCollapsible(False)
-        layout = QVBoxLayout(self)
+        self._layout = layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
         layout.addWidget(self.splitter)
 
         self.poller = RunPoller(self)
@@ -148,6 +143,27 @@ class RunsPanel(QWidget):
 
     def refresh(self) -> None:
         self.session.refresh()
+
+    def add_button(self, command_id: str, text: str) -> QToolButton:
+        """Another capability's command in the tool bar (before Open Folder), enabled as the
+        command is."""
+        button = self._button(command_id, text, self._bar.indexOf(self.buttons["training.openRunFolder"]))
+        self.update_buttons()
+        return button
+
+    def add_banner(self, widget: QWidget) -> None:
+        """Another capability's notice, above the runs and details (it hides itself)."""
+        self._layout.insertWidget(self._layout.indexOf(self.splitter), widget)
+
+    def _button(self, command_id: str, text: str, index: int = -1) -> QToolButton:
+        button = QToolButton()
+        button.setText(text)
+        button.setAutoRaise(True)
+        button.setObjectName(command_id)
+        button.clicked.connect(lambda _checked=False, cid=command_id: self._run(cid))
+        self.buttons[command_id] = button
+        self._bar.insertWidget(index, button)
+        return button
 
     def close_down(self) -> None:
         """Stop polling (the window closes; the runs themselves go on)."""

@@ -113,7 +113,23 @@ class RunsTable(QTreeWidget):
         self._icons: dict[str, QIcon] = {}
         self._live: dict[str, dict] = {}
         self._selected: list[str] = []
+        self._extra: dict[int, tuple] = {}
         self.itemSelectionChanged.connect(self._on_selection)
+
+    def add_column(self, title: str, text_of, tooltip_of=None, after: int = COLUMN_STATE, width: int = 90) -> int:
+        """Another capability's column (the cluster's "Cluster", "Job"…): ``text_of(info)`` and
+        ``tooltip_of(info)`` give a run's cell. Shown after column ``after``, and only while some
+        listed run has text in it. Returns the column's index."""
+        column = self.columnCount()
+        self.setColumnCount(column + 1)
+        self.headerItem().setText(column, title)
+        self.setColumnWidth(column, width)
+        header = self.header()
+        header.moveSection(column, header.visualIndex(after) + 1 + sum(
+            1 for other in self._extra if header.visualIndex(other) > header.visualIndex(after)))
+        self._extra[column] = (text_of, tooltip_of)
+        self.setColumnHidden(column, True)  # filled, and shown, from the next listing on
+        return column
 
     def set_rows(self, rows) -> None:
         """Show ``rows`` (``RunRow``, newest first), keeping the selection and scroll position."""
@@ -141,6 +157,8 @@ class RunsTable(QTreeWidget):
                 self._fill(item, row)
         finally:
             self.blockSignals(blocked)
+        for column in self._extra:
+            self.setColumnHidden(column, not any(item.text(column) for item in self._items.values()))
         self._on_selection()
 
     def _fill(self, item: QTreeWidgetItem, row) -> None:
@@ -167,6 +185,9 @@ class RunsTable(QTreeWidget):
             metrics.update(self._live.get(info.id, {}))
         for column, name in METRIC_COLUMNS.items():
             self._set_metric(item, column, metrics.get(name))
+        for column, (text_of, tooltip_of) in self._extra.items():
+            item.setText(column, text_of(info) or "")
+            item.setToolTip(column, (tooltip_of(info) if tooltip_of else "") or item.text(column))
 
     def show_live_metrics(self, run_id: str, final: dict) -> None:
         """The latest values the curves received for an active run (between two listings)."""

@@ -1,0 +1,316 @@
+"""The job backends without a network: the sbatch and SSH scripts made from the resources, the
+scheduler's answers read into states, the remote folder mirrored by offsets and the products
+pulled, with a "cluster" that is this machine (commands run by bash, files read directly)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from workbench.cluster.errors import ClusterError
+from workbench.cluster.jobs import JobSpec, JobState, Resources
+from workbench.cluster.mirror import LogMirror, pull_products, start_mirror_at
+from workbench.cluster.slurm import SlurmBackend, parse_scontrol
+from workbench.cluster.ssh_backend import SshBackend
+from workbench.training.metrics import read_metrics
+from workbench.training.run_folder import RunFolder
+
+
+def spec(remote: Path | str = "/w/runs/r1", **resources) -> JobSpec:
+    remote = str(remote)
+    return JobSpec(run_id="r1", remote_run_dir=remote, workdir=f"{remote}/code",
+                   script_args=["train.py", "--hparams", f"{remote}/digits.hparams"],
+                   resources=Resources(**resources), env={"WORKBENCH_RUN_DIR": remote, "PYTHONPATH": "/w/trainkit/v1"},
+                   profile_env={"SLURM_CONF": "/etc/slurm test/slurm.conf"},
+                   setup="module load cuda\nsource ~/venv/bin/activate",
+                   links={"data": "/shared/data/key/data"})
+
+
+def sbatch_options(script: str) -> list[str]:
+    return [line.split(" ", 1)[1] for line in script.splitlines() if line.startswith("#SBATCH ")]
+
+
+# ---------------------------------------------------------------------------------------------
+# scripts
+
+
+def test_the_sbatch_script_asks_for_the_resources_and_runs_torchrun_through_srun():
+    script = SlurmBackend().script(spec(nodes=2, gpus_per_node=4, cpus=16, mem="64G", time="02:00:00",
+                                        partition="gpu", account="vision", qos="high"))
+    assert sbatch_options(script) == [
+        "--job-name=workbench-r1", "--nodes=2", "--ntasks-per-node=1", "--cpus-per-task=16", "--gpus-per-node=4",
+        "--mem=64G", "--time=02:00:00", "--partition=gpu", "--account=vision", "--qos=high",
+        "--chdir=/w/runs/r1/code", "--output=/w/runs/r1/stdout.log", "--error=/w/runs/r1/stderr.log",
+        "--open-mode=append"]
+    srun = next(line for line in script.splitlines() if line.startswith("srun "))
+    assert srun == ('srun --kill-on-bad-exit=1 python3 -m torch.distributed.run "--nnodes=$SLURM_NNODES" '
+                    '--nproc_per_node=4 "--rdzv_id=$SLURM_JOB_ID" --rdzv_backend=c10d "--rdzv_endpoint=$head:$port" '
+                    'train.py --hparams /w/runs/r1/digits.hparams &')
+    assert 'head=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)' in script
+    # The profile's variables come first (Slurm commands need SLURM_CONF), then the set-up lines.
+    lines = script.splitlines()
+    assert lines.index("export SLURM_CONF='/etc/slurm test/slurm.conf'") < lines.index("module load cuda") \
+        < lines.index("source ~/venv/bin/activate") < lines.index(srun)
+    assert 'export PYTHONPATH=/w/trainkit/v1"${PYTHONPATH:+:$PYTHONPATH}"' in lines
+
+
+def test_on_cpus_one_process_a_node_unless_processes_are_asked_for():
+    defaults = SlurmBackend().script(spec())
+    assert "--nproc_per_node=1 " in defaults and "--gpus-per-node" not in defaults
+    assert [o for o in sbatch_options(defaults) if o.startswith(("--mem", "--time", "--partition"))] == []
+    assert "--nproc_per_node=4 " in SlurmBackend().script(spec(cpus=4, processes_per_node=4))
+    assert Resources(nodes=3, gpus_per_node=2).world_size == 6
+
+
+def test_resources_a_scheduler_cannot_take_are_refused_before_anything_is_sent():
+    for bad in (dict(nodes=0), dict(cpus=-1), dict(mem="lots"), dict(time="tomorrow"), dict(partition="a b"),
+                dict(gpus_per_node=True)):
+        with pytest.raises(ClusterError):
+            SlurmBackend().script(spec(**bad))
+    with pytest.raises(ClusterError, match="one machine"):
+        SshBackend().script(spec(nodes=2))
+
+
+def test_the_profile_gives_the_partition_account_and_qos_not_asked_for():
+    profile = SimpleNamespace(partition="debug", account="lab", qos="")
+    merged = Resources(partition="gpu").with_profile_defaults(profile)
+    assert (merged.partition, merged.account, merged.qos) == ("gpu", "lab", "")
+
+
+def test_the_ssh_script_records_its_group_and_status_and_uses_torchrun_only_for_several_processes():
+    single = SshBackend().script(spec())
+    assert "python3 train.py --hparams /w/runs/r1/digits.hparams < /dev/null &" in single
+    assert "torch.distributed.run" not in single
+    assert "--standalone --nproc_per_node=2" in SshBackend().script(spec(processes_per_node=2))
+    lines = single.splitlines()
+    assert lines.index("trap '' TERM") > next(i for i, line in enumerate(lines) if line.endswith("< /dev/null &"))
+    assert lines[-1] == 'exit "$status"' and lines[-2].startswith('echo "$status" > /w/runs/r1/exit_code.part')
+
+
+# ---------------------------------------------------------------------------------------------
+# the scheduler's answers
+
+
+class Answers:
+    """A connection whose commands get canned answers, by the program they start with."""
+
+    def __init__(self, **answers):
+        self.answers = answers
+        self.commands: list[str] = []
+
+    def run(self, command, timeout=None, check=True):
+        self.commands.append(command)
+        for program, (code, stdout) in self.answers.items():
+            if command.startswith(program):
+                return SimpleNamespace(code=code, stdout=stdout, stderr="")
+        return SimpleNamespace(code=1, stdout="", stderr="")
+
+
+def squeue(line: str = "", record: str = "") -> tuple[int, str]:
+    return 0, f"{line}--squeue 0\n{record}--scontrol 0\n"
+
+
+def test_slurm_states_come_from_squeue_then_scontrol():
+    slurm = SlurmBackend()
+    assert slurm.state(Answers(squeue=squeue("PENDING|Resources\n")), "7") == \
+        JobState("pending", "Resources", None, 0, "PENDING")
+    assert slurm.state(Answers(squeue=squeue("RUNNING|None\n")), "7").state == "running"
+    record = "JobId=7 JobName=x JobState=FAILED Reason=NonZeroExitCode Dependency=(null) ExitCode=3:0 Command=/a b\n"
+    failed = slurm.state(Answers(squeue=squeue(record=record)), "7")
+    assert (failed.state, failed.exit_code, failed.reason) == ("failed", 3, "NonZeroExitCode")
+    timed_out = record.replace("FAILED", "TIMEOUT").replace("NonZeroExitCode", "TimeLimit")
+    timeout = slurm.state(Answers(squeue=squeue(record=timed_out)), "7")
+    assert timeout.state == "failed" and timeout.reason.startswith("the job ran past its time limit")
+    assert slurm.state(Answers(squeue=squeue(record="JobId=7 JobState=CANCELLED Reason=None ExitCode=0:15\n")),
+                       "7") == JobState("cancelled", "", 0, 15, "CANCELLED")
+    assert parse_scontrol("JobId=7 Command=/x y z WorkDir=/w")["Command"] == "/x y z"
+
+
+class Forgotten(Answers):
+    """Slurm answers "Invalid job id" (the job is long gone), or not at all."""
+
+    def __init__(self, stderr: str, **answers):
+        super().__init__(**answers)
+        self.stderr = stderr
+
+    def run(self, command, timeout=None, check=True):
+        result = super().run(command, timeout, check)
+        if command.startswith("squeue"):
+            result = SimpleNamespace(code=0, stdout="--squeue 1\n--scontrol 1\n", stderr=self.stderr)
+        return result
+
+
+def test_a_job_slurm_forgot_ends_as_its_script_recorded_and_a_silent_slurm_is_no_end(tmp_path):
+    invalid = "slurm_load_jobs error: Invalid job id specified\n" * 2
+    assert SlurmBackend().state(Forgotten(invalid, cat=(0, "0\n")), "7", str(tmp_path)).state == "completed"
+    assert SlurmBackend().state(Forgotten(invalid), "7", str(tmp_path)).state == "unknown"
+    with pytest.raises(ClusterError, match="Unable to contact slurm controller"):
+        SlurmBackend().state(Forgotten("slurm_load_jobs error: Unable to contact slurm controller (connect failure)\n"),
+                             "7", str(tmp_path))
+
+
+def test_stop_signals_the_steps_not_srun_and_leaves_a_marker_for_a_job_still_setting_up():
+    conn = Answers(touch=(0, ""))
+    SlurmBackend().stop(conn, "7", "/w/runs/r1")
+    assert conn.commands == ["touch /w/runs/r1/stop-requested; scancel --signal=TERM 7"]
+    conn = Answers(scancel=(0, ""))
+    SlurmBackend().cancel(conn, "7")
+    assert conn.commands == ["scancel 7"]
+
+
+# ---------------------------------------------------------------------------------------------
+# a plain SSH host that is this machine
+
+
+class ThisMachine:
+    """The connection interface, on this machine: bash for commands, the file system for SFTP."""
+
+    def run(self, command, timeout=None, check=True):
+        done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=timeout or 60)
+        if check and done.returncode:
+            raise ClusterError(done.stderr)
+        return SimpleNamespace(code=done.returncode, stdout=done.stdout, stderr=done.stderr)
+
+    def sftp(self):
+        return LocalSftp()
+
+
+class LocalSftp:
+    def stat(self, path):
+        return os.stat(path)
+
+    def open(self, path, mode="rb"):
+        handle = open(path, mode)
+        handle.stat = lambda: os.fstat(handle.fileno())
+        handle.prefetch = lambda size: None
+        return handle
+
+    def putfo(self, source, path):
+        Path(path).write_bytes(source.read())
+
+    def chmod(self, path, mode):
+        os.chmod(path, mode)
+
+    def get_channel(self):
+        raise AttributeError
+
+
+def wait_for_end(backend, conn, job_id, remote, timeout=20):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        state = backend.state(conn, job_id, str(remote))
+        if state.ended:
+            return state
+        time.sleep(0.05)
+    raise AssertionError("the job did not end")
+
+
+def test_a_detached_job_on_a_plain_host_runs_records_its_status_and_can_be_stopped(tmp_path):
+    remote = tmp_path / "remote"
+    (remote / "code").mkdir(parents=True)
+    (remote / "code" / "train.py").write_text(
+        "import signal, sys, time\n"
+        "signal.signal(signal.SIGTERM, lambda *a: (print('stopping', flush=True), sys.exit(0)))\n"
+        "print('training', flush=True)\n"
+        "time.sleep(float(sys.argv[1]))\n"
+        "sys.exit(int(sys.argv[2]))\n")
+    job = JobSpec(run_id="r1", remote_run_dir=str(remote), workdir=str(remote / "code"),
+                  script_args=["train.py", "0.2", "3"])
+    backend, conn = SshBackend(), ThisMachine()
+    group = backend.submit(conn, job)
+    assert backend.quick_state(conn.sftp(), group, str(remote)).state in ("running", "failed")
+    failed = wait_for_end(backend, conn, group, remote)
+    assert (failed.state, failed.exit_code) == ("failed", 3)
+    assert (remote / "stdout.log").read_text() == "training\n"
+
+    job.script_args = ["train.py", "60", "0"]
+    group = backend.submit(conn, job)
+    assert backend.state(conn, group, str(remote)).state == "running"
+    deadline = time.monotonic() + 10
+    while "training" not in (remote / "stdout.log").read_text()[9:] and time.monotonic() < deadline:
+        time.sleep(0.05)
+    backend.stop(conn, group, str(remote))
+    stopped = wait_for_end(backend, conn, group, remote)
+    assert (stopped.state, stopped.exit_code) == ("completed", 0)
+    assert (remote / "stdout.log").read_text().endswith("training\nstopping\n")
+
+    group = backend.submit(conn, job)
+    backend.cancel(conn, group, str(remote))
+    gone = wait_for_end(backend, conn, group, remote)
+    assert gone.state == "unknown" and not (remote / "exit_code").exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# mirroring and pulling
+
+
+def run_folder(tmp_path) -> RunFolder:
+    folder = RunFolder(tmp_path / "local" / "runs" / "r1")
+    folder.path.mkdir(parents=True)
+    return folder
+
+
+def test_the_mirror_appends_what_the_job_wrote_from_where_it_left_off(tmp_path):
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    folder = run_folder(tmp_path)
+    start_mirror_at(folder)
+    (remote / "stdout.log").write_text("step=1 loss=0.5\nstep=2 lo")
+    mirror = LogMirror(folder, str(remote))
+    assert mirror.poll(LocalSftp())
+    assert folder.stdout_log.read_text() == "step=1 loss=0.5\nstep=2 lo"
+    assert [r["loss"] for r in read_metrics(folder.metrics)] == [0.5]  # the cut line waits for its end
+
+    with open(remote / "stdout.log", "a") as out:
+        out.write("ss=0.25\n")
+    (remote / "stderr.log").write_text("warning\n")
+    # A new follower (the first one was killed) goes on from the local files.
+    again = LogMirror(folder, str(remote), mirror.metrics_source)
+    again.poll(LocalSftp())
+    assert folder.stdout_log.read_text() == (remote / "stdout.log").read_text()
+    assert folder.stderr_log.read_text() == "warning\n"
+    assert [r["loss"] for r in read_metrics(folder.metrics)] == [0.5, 0.25]
+    assert again.metrics_source == "stdout"
+    assert not again.poll(LocalSftp())
+
+
+def test_a_trainer_writing_its_own_metrics_is_mirrored_byte_for_byte_after_a_resumed_runs_records(tmp_path):
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    folder = run_folder(tmp_path)
+    folder.metrics.write_text('{"step":1,"loss":1.0}\n')          # from the run this one resumes
+    start_mirror_at(folder)
+    (remote / "metrics.jsonl").write_text('{"step":2,"loss":0.5}\n')
+    (remote / "stdout.log").write_text("step=2 loss=0.5\n")
+    mirror = LogMirror(folder, str(remote))
+    mirror.poll(LocalSftp(), final=True)
+    assert mirror.metrics_source == "trainer"
+    assert folder.metrics.read_text() == '{"step":1,"loss":1.0}\n{"step":2,"loss":0.5}\n'
+
+
+def test_pulling_fetches_only_new_or_changed_files_and_the_checkpoint_index_last(tmp_path):
+    remote = tmp_path / "remote"
+    files = {"checkpoints/step-00000005.pt": "5", "checkpoints/latest.json": '{"file": "step-00000005.pt"}',
+             "outputs/model.pt": "weights", "outputs/plots/loss.png": "png", "outcome.json": "{}",
+             "code/train.py": "not a product", "outputs/half.pt.part": "partial"}
+    for relative, text in files.items():
+        (remote / relative).parent.mkdir(parents=True, exist_ok=True)
+        (remote / relative).write_text(text)
+    folder = run_folder(tmp_path)
+    first = pull_products(ThisMachine(), str(remote), folder)
+    assert first.fetched[-1] == "checkpoints/latest.json"
+    assert sorted(first.fetched) == ["checkpoints/latest.json", "checkpoints/step-00000005.pt", "outcome.json",
+                                     "outputs/model.pt", "outputs/plots/loss.png"]
+    assert first.outputs == ["outputs/model.pt", "outputs/plots/loss.png"]
+    assert (folder.outputs / "model.pt").read_text() == "weights"
+    assert folder.latest_checkpoint()["path"].endswith("step-00000005.pt")
+
+    (remote / "outputs" / "model.pt").write_text("better weights")
+    second = pull_products(ThisMachine(), str(remote), folder)
+    assert second.fetched == ["outputs/model.pt"] and second.unchanged == 4
+    assert not list(folder.path.rglob("*.part"))

@@ -1,0 +1,141 @@
+"""What the cluster window tests share: a keyring of their own (never the tester's), no ssh-agent,
+a committed training project with data to sync, project windows over it, and profiles for the
+real sshd (``sshd_server`` comes from tests/services/sshd.py through the root conftest)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import keyring
+import keyring.backend
+import pytest
+from keyring.errors import PasswordDeleteError
+
+from tests.cluster.run_helpers import VENV_BIN, committed, end_followers
+from tests.git.conftest import git_identity  # noqa: F401  (autouse fixture: commits need an author, HOME is private)
+from tests.training.conftest import make_project
+
+TIMEOUT_MS = 30_000
+SHOTS_DIR = os.environ.get("WORKBENCH_SCREENSHOTS", "")
+"""Where ``screenshot`` saves pictures of the windows (nothing is saved when unset)."""
+
+
+class MemoryKeyring(keyring.backend.KeyringBackend):
+    """An OS keyring that lives in this process only."""
+
+    priority = 1
+
+    def __init__(self):
+        super().__init__()
+        self.passwords: dict[tuple[str, str], str] = {}
+
+    def get_password(self, service, username):
+        return self.passwords.get((service, username))
+
+    def set_password(self, service, username, password):
+        self.passwords[(service, username)] = password
+
+    def delete_password(self, service, username):
+        if self.passwords.pop((service, username), None) is None:
+            raise PasswordDeleteError(f"no password for {username}")
+
+
+@pytest.fixture(autouse=True)
+def private_keyring(monkeypatch):
+    previous = keyring.get_keyring()
+    memory = MemoryKeyring()
+    keyring.set_keyring(memory)
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    yield memory
+    keyring.set_keyring(previous)
+
+
+CLUSTER_SETTINGS = """
+[cluster]
+data = ["data/"]
+exclude = ["*.tmp"]
+"""
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    """A committed training project (a small trainer that writes outputs/model.pt) with data:
+    two files to send, one excluded, one symbolic link that is skipped."""
+    root = make_project(tmp_path / "tiny", "stop_at_step=12\nstep_seconds=0.05\n")
+    with (root / "workbench.toml").open("a") as settings:
+        settings.write(CLUSTER_SETTINGS)
+    data = root / "data"
+    data.mkdir()
+    (data / "train.csv").write_text("x,y\n" + "1,2\n" * 500)
+    (data / "labels.txt").write_text("cat\ndog\n")
+    (data / "scratch.tmp").write_text("not sent")
+    (data / "elsewhere").symlink_to(tmp_path)
+    (root / ".gitignore").write_text("runs/\n.workbench/\n")
+    committed(root)
+    yield root
+    end_followers(root)
+
+
+def profile_values(server, work_root: Path, **fields) -> dict:
+    """The fields of a plain-SSH profile for the sshd ``server`` whose jobs run with this Python."""
+    values = dict(name="box", host=server.host, port=server.port, user=server.user,
+                  key_file=str(server.client_key), work_root=str(work_root),
+                  data_root=str(work_root / "data"), scheduler="ssh",
+                  python_setup=f"export PATH={VENV_BIN}:$PATH")
+    values.update(fields)
+    return values
+
+
+def trust_host(server) -> None:
+    from workbench.cluster.host_keys import remember_host_key
+
+    host_key = " ".join((server.folder / "host_ed25519.pub").read_text().split()[:2])
+    remember_host_key(f"[{server.host}]:{server.port} {host_key}")
+
+
+@pytest.fixture
+def open_window(qtbot):
+    """``open_window(root) -> window``: a project window with its capabilities installed and its
+    runs listed. Runs still active at the end are terminated (they outlive windows)."""
+    from workbench.project import load_project
+    from workbench.training.widgets import session_of
+    from workbench.ui.project_window import ProjectWindow
+
+    windows, roots = [], []
+
+    def open_(root: Path):
+        window = ProjectWindow(load_project(root))
+        window.resize(1400, 900)
+        qtbot.addWidget(window)
+        windows.append(window)
+        roots.append(root)
+        with qtbot.waitSignal(window.sig_capabilities_installed, timeout=TIMEOUT_MS):
+            window.show()
+        qtbot.waitUntil(lambda: session_of(window).listed, timeout=TIMEOUT_MS)
+        return window
+
+    yield open_
+    import shiboken6
+
+    for window in windows:
+        if shiboken6.isValid(window):
+            window.tasks.wait(TIMEOUT_MS)
+    from workbench.training import RunService
+
+    for root in set(roots):
+        service = RunService(root)
+        for info in service.list_runs():
+            if info.is_active:
+                try:
+                    service.terminate(info.id)
+                except Exception:  # noqa: BLE001 — clean-up: the follower's end kills it anyway
+                    pass
+        end_followers(root)
+
+
+def screenshot(widget, name: str) -> None:
+    """Save a picture of ``widget`` as ``<WORKBENCH_SCREENSHOTS>/<name>.png`` when that is set."""
+    if SHOTS_DIR:
+        Path(SHOTS_DIR).mkdir(parents=True, exist_ok=True)
+        widget.grab().save(str(Path(SHOTS_DIR) / f"{name}.png"))

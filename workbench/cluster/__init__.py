@@ -1,0 +1,64 @@
+"""The cluster capability: training runs on a cluster reached over SSH (Slurm or a plain host).
+
+Qt-free services here (profiles, the SSH connection, host keys, code and data sync, jobs), the
+``workbench cluster …`` commands in ``cli.py``, and the window parts in ``widgets/``.
+
+Names are imported from their modules on first use (PEP 562): paramiko and keyring load only
+when a connection is made.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+_WHERE = {
+    "ClusterError": "errors",
+    "UnknownHostKey": "errors",
+    "HostKeyChanged": "errors",
+    "AuthenticationFailed": "errors",
+    "ConnectionLost": "errors",
+    "CommandFailed": "errors",
+    "CommandTimedOut": "errors",
+    "ClusterProfile": "profiles",
+    "SCHEDULERS": "profiles",
+    "load_profiles": "profiles",
+    "get_profile": "profiles",
+    "save_profile": "profiles",
+    "remove_profile": "profiles",
+    "profiles_file": "profiles",
+    "ClusterConnection": "connection",
+    "CommandResult": "connection",
+    "store_passphrase": "connection",
+    "forget_passphrase": "connection",
+    "remember_host_key": "host_keys",
+    "workbench_known_hosts": "host_keys",
+    "ProfileCheck": "checks",
+    "check_profile": "checks",
+    "test_profile": "checks",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str):
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'workbench.cluster' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"workbench.cluster.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))
+
+
+if TYPE_CHECKING:
+    from workbench.cluster.checks import ProfileCheck, check_profile, test_profile
+    from workbench.cluster.connection import ClusterConnection, CommandResult, forget_passphrase, store_passphrase
+    from workbench.cluster.errors import (AuthenticationFailed, ClusterError, CommandFailed, CommandTimedOut,
+                                          ConnectionLost, HostKeyChanged, UnknownHostKey)
+    from workbench.cluster.host_keys import remember_host_key, workbench_known_hosts
+    from workbench.cluster.profiles import (SCHEDULERS, ClusterProfile, get_profile, load_profiles, profiles_file,
+                                            remove_profile, save_profile)
