@@ -103,6 +103,11 @@ def start_sshd(folder: Path) -> SshServer:
     authorized_keys.chmod(0o600)
     log = folder / "sshd.log"
     user = getpass.getuser()
+    # Sessions get a home of their own: the machine's login scripts (a pyenv init in root's
+    # .bashrc, for one) would otherwise run in every `bash -lc` of the tests, slowly, and a
+    # session cut mid-start can leave their lock files behind for the next ones.
+    home = folder / "home"
+    home.mkdir(exist_ok=True)
 
     last_log = ""
     for _ in range(3):  # another process may take the free port between our check and sshd's bind
@@ -121,6 +126,7 @@ def start_sshd(folder: Path) -> SshServer:
             "UsePAM no",
             "StrictModes no",
             "Subsystem sftp internal-sftp",
+            f"SetEnv HOME={home}",
             "",
         ]))
         log.write_text("")
