@@ -36,6 +36,22 @@ _WHERE = {
     "ProfileCheck": "checks",
     "check_profile": "checks",
     "test_profile": "checks",
+    "ship_code": "code_sync",
+    "ship_trainkit": "code_sync",
+    "CodeSnapshot": "code_sync",
+    "plan_sync": "data_sync",
+    "sync_data": "data_sync",
+    "SyncPlan": "data_sync",
+    "SyncReport": "data_sync",
+    "SyncProgress": "data_sync",
+    "Resources": "jobs",
+    "JobState": "jobs",
+    "get_backend": "jobs",
+    "STAGES": "remote_run",
+    "RunProgress": "remote_run",
+    "start_cluster_run": "remote_run",
+    "resume_cluster_run": "remote_run",
+    "pull": "remote_run",
 }
 
 __all__ = sorted(_WHERE)
@@ -56,6 +72,10 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:
     from workbench.cluster.checks import ProfileCheck, check_profile, test_profile
+    from workbench.cluster.code_sync import CodeSnapshot, ship_code, ship_trainkit
+    from workbench.cluster.data_sync import SyncPlan, SyncProgress, SyncReport, plan_sync, sync_data
+    from workbench.cluster.jobs import JobState, Resources, get_backend
+    from workbench.cluster.remote_run import STAGES, RunProgress, pull, resume_cluster_run, start_cluster_run
     from workbench.cluster.connection import ClusterConnection, CommandResult, forget_passphrase, store_passphrase
     from workbench.cluster.errors import (AuthenticationFailed, ClusterError, CommandFailed, CommandTimedOut,
                                           ConnectionLost, HostKeyChanged, UnknownHostKey)
