@@ -7,11 +7,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import keyring
-import keyring.backend
 import pytest
-from keyring.errors import PasswordDeleteError
 
+from tests.cluster.conftest import private_keyring_and_agent  # noqa: F401  (autouse fixture)
 from tests.cluster.run_helpers import VENV_BIN, committed, end_followers
 from tests.git.conftest import git_identity  # noqa: F401  (autouse fixture: commits need an author, HOME is private)
 from tests.training.conftest import make_project
@@ -21,34 +19,10 @@ SHOTS_DIR = os.environ.get("WORKBENCH_SCREENSHOTS", "")
 """Where ``screenshot`` saves pictures of the windows (nothing is saved when unset)."""
 
 
-class MemoryKeyring(keyring.backend.KeyringBackend):
-    """An OS keyring that lives in this process only."""
-
-    priority = 1
-
-    def __init__(self):
-        super().__init__()
-        self.passwords: dict[tuple[str, str], str] = {}
-
-    def get_password(self, service, username):
-        return self.passwords.get((service, username))
-
-    def set_password(self, service, username, password):
-        self.passwords[(service, username)] = password
-
-    def delete_password(self, service, username):
-        if self.passwords.pop((service, username), None) is None:
-            raise PasswordDeleteError(f"no password for {username}")
-
-
 @pytest.fixture(autouse=True)
-def private_keyring(monkeypatch):
-    previous = keyring.get_keyring()
-    memory = MemoryKeyring()
-    keyring.set_keyring(memory)
-    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
-    yield memory
-    keyring.set_keyring(previous)
+def private_keyring(private_keyring_and_agent):
+    """The cluster tests' in-memory keyring (and no ssh-agent), under the name these tests use."""
+    return private_keyring_and_agent
 
 
 CLUSTER_SETTINGS = """
