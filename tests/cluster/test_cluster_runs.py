@@ -68,6 +68,14 @@ def test_a_job_that_fails_on_the_host_shows_its_error_line_and_exit_code(project
     assert done.error == "ValueError: boom at step 3" and done.exit_code == 1
 
 
+def test_an_untracked_file_left_out_of_the_code_is_a_warning_on_the_run(project, ssh_cluster):
+    (project / "weights_dump.bin").write_bytes(b"\0" * 10_000_001)
+    info = RunService(project).start(cluster="box")
+    assert [w for w in info.warnings if w.startswith("weights_dump.bin was left out of the code")]
+    assert json.loads((Path(info.run_dir) / "git.json").read_text())["branch"]
+    assert RunService(project).wait(info.id, timeout=60).state == "completed"
+
+
 def test_stop_checkpoints_on_the_host_and_the_run_resumes_there(project, ssh_cluster):
     service = RunService(project)
     info = service.start(cluster="box", overrides=["stop_at_step=60", "step_seconds=0.05"])
@@ -210,7 +218,7 @@ def test_the_digits_project_trains_on_slurm_from_the_cli_and_its_model_comes_bac
 
     shown = subprocess.run([sys.executable, "-m", "workbench", "runs", "show", info.id, "--project", str(project)],
                            capture_output=True, text=True, timeout=60)
-    assert f"job:          {info.job_id}" in shown.stdout and "hpc (slurm)" in shown.stdout
+    assert f"job:            {info.job_id}" in shown.stdout and "hpc (slurm)" in shown.stdout
     pulled = subprocess.run([sys.executable, "-m", "workbench", "runs", "pull", info.id, "--project", str(project)],
                             capture_output=True, text=True, timeout=60)
     assert pulled.returncode == 0 and "0 file(s) fetched" in pulled.stdout, pulled.stdout + pulled.stderr

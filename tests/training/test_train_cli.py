@@ -102,7 +102,7 @@ def test_runs_commands_list_show_follow_stop_resume_and_terminate(project, monke
     code, output = invoke("runs", "show", run_id, "--json")
     assert json.loads(output)["state"] == "stopped" and json.loads(output)["can_resume"]
     code, output = invoke("runs", "show", run_id)
-    assert "state:        stopped" in output and "can resume:   yes" in output
+    assert "state:          stopped" in output and "can resume:     yes" in output
 
     code, output = invoke("runs", "resume", run_id, "--new", "--json")
     assert code == 0
@@ -193,5 +193,5 @@ def test_a_run_stopped_while_starting_is_told_as_not_resumable(project):
     assert code == 0 and "no checkpoint yet" in output and "after its current step and checkpoint" not in output
     service.wait(info.id, timeout=20)
     code, output = invoke("runs", "show", info.id, "--project", str(project))
-    assert "state:        stopped" in output and "can resume:   no" in output
-    assert "error:        stopped before its first checkpoint, so it cannot be resumed; start it again" in output
+    assert "state:          stopped" in output and "can resume:     no" in output
+    assert "error:          stopped before its first checkpoint, so it cannot be resumed; start it again" in output

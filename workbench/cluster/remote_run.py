@@ -146,6 +146,7 @@ class _Launch:
             resources: Resources, data_settings, resume_from: str | None = None,
             upload_checkpoint: Path | None = None) -> RunInfo:
         from workbench.cluster.code_sync import ship_code, ship_trainkit
+        from workbench.cluster.git_snapshot_commit import MAX_UNTRACKED_BYTES
 
         write_text_atomically(self.folder.path / "cluster.json", json.dumps(self.profile.to_json(), indent=1) + "\n")
         conn = self.connect()
@@ -158,7 +159,15 @@ class _Launch:
             helpers.join()
         self.remote_run_dir = posixpath.dirname(code.remote_checkout.rstrip("/"))
         self.info.git_commit, self.info.git_dirty = code.commit, code.dirty
-        write_text_atomically(self.folder.git_json, json.dumps({**code.to_dict(), "branch": None}, indent=1) + "\n")
+        branch = _current_branch(self.project_dir)
+        self.info.git_branch = branch
+        write_text_atomically(self.folder.git_json, json.dumps({**code.to_dict(), "branch": branch}, indent=1) + "\n")
+        for path in code.untracked_skipped:
+            # Said at the start and kept on the run: the job runs without these files.
+            self.info.warnings.append(
+                f"{path} was left out of the code sent to the cluster (untracked and over "
+                f"{MAX_UNTRACKED_BYTES // 1_000_000} MB, or a repository of its own): commit it, "
+                "or put it under a [cluster] data folder")
         self.check()
         self.report("trainkit", "Putting the training helpers on the cluster")
         trainkit = helpers.result if helpers.error is None else ship_trainkit(conn, self.profile.work_root)
@@ -613,6 +622,18 @@ def _resume_as_new_run(old, old_folder, latest, step, overrides, profile, backen
     except BaseException:
         launch.abandon()
         raise
+
+
+def _current_branch(project_dir: Path) -> str | None:
+    """The branch checked out in ``project_dir``'s repository (None when HEAD is detached)."""
+    import subprocess
+
+    try:
+        result = subprocess.run(["git", "symbolic-ref", "-q", "--short", "HEAD"], cwd=project_dir,
+                                capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return result.stdout.strip() or None
 
 
 def is_cluster_backend(backend: str) -> bool:

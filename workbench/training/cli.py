@@ -407,9 +407,10 @@ def show_command(run: str, project: Path | None, as_json: bool) -> None:
                      ("scheduler", scheduler or "-"), ("remote folder", info.remote_run_dir or "-"),
                      ("resources", _resources_text(info.resources))]
         rows.append(("products", ", ".join(info.products) or "-"))
+    rows += [("warning", warning) for warning in info.warnings]
     if info.error:
         rows.append(("error", info.error))
-    click.echo("\n".join(f"{name + ':':<14}{value}" for name, value in rows))
+    click.echo("\n".join(f"{name + ':':<16}{value}" for name, value in rows))
 
 
 def _resources_text(resources: dict) -> str:
