@@ -172,7 +172,10 @@ class Follower:
         self._failures += 1
         delay = BACKOFF_S[min(self._failures - 1, len(BACKOFF_S) - 1)]
         reason = _one_line(exc)
-        _log(f"{reason}; retrying in {delay} s")
+        # The log says what happened; the advice in an error's later sentences is for people
+        # retrying by hand, and this process retries by itself.
+        what = reason.split(". ")[0].rstrip(".")
+        _log(f"{what}; {'reconnecting' if lost else 'trying again'} in {delay} s")
         self._refresh_info()
         if now - self._unreachable_since > GIVE_UP_S:
             since = time.strftime("%Y-%m-%d %H:%M", time.localtime(self._unreachable_since))
