@@ -64,6 +64,8 @@ from workbench.training.run_info import (
 from workbench.training.run_store import RunStore
 
 LOCK_FILE = "follower.lock"
+ACQUIRE_TRIES = 20
+ACQUIRE_PAUSE_S = 0.05
 LOG_FILE = "follower.log"
 PROFILE_FILE = "cluster.json"        # the profile as it was at the start, for when it is gone
 POLL_S = 1.0
@@ -429,11 +431,17 @@ class FollowerLock:
 
     def acquire(self) -> bool:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            return False
+        # is_followed() probes with a shared lock held for an instant, so one failed try may be
+        # a probe, not a follower: only a lock still held after a while belongs to a follower.
+        for attempt in range(ACQUIRE_TRIES):
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError:
+                if attempt == ACQUIRE_TRIES - 1:
+                    os.close(fd)
+                    return False
+                time.sleep(ACQUIRE_PAUSE_S)
         self._fd = fd
         os.ftruncate(fd, 0)
         os.write(fd, f"{os.getpid()}\n".encode())
