@@ -6,11 +6,15 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from workbench.modeltools.errors import ModelToolError
 
 PARTIAL_SUFFIX = ".partial"
+
+# Told each temporary path before anything is written to it. The job process passes them to its
+# parent, which removes them if it has to kill the job before they are renamed or removed.
+partial_observers: list[Callable[[Path], None]] = []
 
 
 def partial_path(target: Path) -> Path:
@@ -43,6 +47,8 @@ def atomic_output(target: Path) -> Iterator[Path]:
     on any error it is removed and ``target`` is left as it was."""
     target = Path(target)
     temporary = partial_path(target)
+    for observer in partial_observers:
+        observer(temporary)
     try:
         yield temporary
         if not temporary.exists():
