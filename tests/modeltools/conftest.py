@@ -23,6 +23,9 @@ def train_digits(project: Path, epochs: int = 3):
 
     code = ProjectCode(project)
     hparams = code.hparams()
+    # One thread: on a busy 2-core machine torch's second thread makes this 3x slower.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
     torch.manual_seed(0)
     model = code.build_model("digits_net", hparams).train()
     splits = code.dataset_splits(hparams)
@@ -34,6 +37,7 @@ def train_digits(project: Path, epochs: int = 3):
             optimizer.zero_grad()
             loss_fn(model(images), labels).backward()
             optimizer.step()
+    torch.set_num_threads(threads)
     return model.eval()
 
 
@@ -98,3 +102,40 @@ def digits_npz(trained_digits_project, tmp_path_factory) -> Path:
     target = tmp_path_factory.mktemp("npz") / "digits-test.npz"
     np.savez(target, x=data.x, y=data.y)
     return target
+
+
+@pytest.fixture
+def fresh_project_imports(tmp_path_factory):
+    """Lets a test import a project's own modules (model.py, data.py, ...) afresh, for a project
+    whose code the test changes. The modules that projects in this session's temporary folders
+    put in sys.modules, and the factories registered with workbench_trainkit, are set aside for
+    the test and put back after it."""
+    import importlib
+    import sys
+
+    from workbench_trainkit.registry import datasets, models, preprocessing
+
+    base = Path(tmp_path_factory.getbasetemp()).resolve()
+
+    def from_a_project(module) -> bool:
+        file = getattr(module, "__file__", None)
+        return bool(file) and Path(file).resolve().is_relative_to(base)
+
+    saved_modules = {name: module for name, module in sys.modules.items() if from_a_project(module)}
+    saved_path = list(sys.path)
+    registries = (datasets, models, preprocessing)
+    saved_factories = [dict(registry._factories) for registry in registries]
+    for name in saved_modules:
+        del sys.modules[name]
+    for registry in registries:
+        registry._factories.clear()
+    importlib.invalidate_caches()
+    yield
+    for name, module in list(sys.modules.items()):
+        if from_a_project(module):
+            del sys.modules[name]
+    sys.modules.update(saved_modules)
+    sys.path[:] = saved_path
+    for registry, factories in zip(registries, saved_factories):
+        registry._factories.clear()
+        registry._factories.update(factories)
