@@ -143,8 +143,14 @@ def load_weights(model, weights: Path, factory: str = "the model") -> None:
             f"{weights} is not a PyTorch checkpoint or state_dict ({type(exc).__name__}: "
             f"{str(exc).splitlines()[0] if str(exc) else ''}); give the weights saved with "
             "torch.save(model.state_dict())") from None
-    if isinstance(state, dict) and isinstance(state.get("model"), dict):
-        state = state["model"]
+    # A trainkit checkpoint keeps the weights under "model", a Lightning one under "state_dict".
+    for key in ("model", "state_dict"):
+        if isinstance(state, dict) and isinstance(state.get(key), dict):
+            state = state[key]
+            break
+    if isinstance(state, dict):
+        state = {k.removeprefix("model."): v for k, v in state.items()} if all(
+            str(k).startswith("model.") for k in state) and state else state
     if not isinstance(state, dict) or not all(isinstance(k, str) for k in state):
         raise ModelToolError(f"{weights} holds no state_dict; save one with "
                              "torch.save(model.state_dict(), path)")
