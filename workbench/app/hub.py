@@ -148,6 +148,22 @@ class Hub(QObject):
         self._windows_changed()
         return {"window_id": entry.window_id, "pid": entry.pid, "already_open": False}
 
+    def open_tool(self, params: dict) -> dict:
+        """Start a model tool window process (one per call: any number may run at once)."""
+        try:
+            window_id, process = launcher.open_tool_window(params)
+        except ValueError as exc:
+            raise RpcError(RpcError.INVALID_PARAMS, str(exc)) from None
+        except OSError as exc:
+            raise RpcError(RpcError.APPLICATION_ERROR, f"Cannot start the tool window: {exc}") from None
+        project = params.get("project")
+        self._children[window_id] = process
+        self.registry.add(WindowEntry(window_id, process.pid, messages.KIND_TOOL,
+                                      str(Path(project).resolve()) if project else None,
+                                      title=str(params["tool"])))
+        self._windows_changed()
+        return {"window_id": window_id, "pid": process.pid}
+
     def reopen_window(self, window_id: str) -> dict:
         entry = self.registry.get(window_id)
         if entry is None or entry.project is None:
@@ -181,6 +197,9 @@ class Hub(QObject):
         if not isinstance(path, str) or not path:
             raise RpcError(RpcError.INVALID_PARAMS, "hub.open_project needs a 'path' string.")
         return self.open_project(path, params.get("file"), params.get("line"))
+
+    def on_hub_open_tool(self, params: dict, link: RpcConnection) -> dict:
+        return self.open_tool(params)
 
     def on_hub_show_welcome(self, params: dict, link: RpcConnection) -> dict:
         self.show_welcome()
@@ -286,6 +305,13 @@ class Hub(QObject):
                 self.registry.remove(window_id)
                 QTimer.singleShot(SPARE_DELAY_MS, self._ensure_spare)
                 return
+            if entry.kind == messages.KIND_TOOL:
+                # Nothing to reopen: the job it ran is gone with it, and its project window
+                # never depended on it.
+                log.warning("Tool window %s (pid %s, %s) ended without closing", window_id, entry.pid, entry.title)
+                self.registry.remove(window_id)
+                self._windows_changed()
+                return
             entry.state = messages.STATE_CRASHED
             log.warning("Window %s (pid %s, %s) ended without closing", window_id, entry.pid, entry.project)
             self._windows_changed()
@@ -301,7 +327,7 @@ class Hub(QObject):
     def _forget_crashes_of(self, entry: WindowEntry) -> None:
         """A window of ``entry``'s project runs again, however it was started: the crashed
         windows of that project are history (their unsaved edits are the new window's now)."""
-        if entry.project is None or entry.state == messages.STATE_CRASHED:
+        if entry.project is None or entry.state == messages.STATE_CRASHED or entry.kind != messages.KIND_PROJECT:
             return
         for crashed in self.registry.crashed_for_project(entry.project):
             if crashed.window_id != entry.window_id:

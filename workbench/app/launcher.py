@@ -66,3 +66,31 @@ def spawn_window(
     if line is not None:
         args += ["--line", str(line)]
     return _spawn("workbench.app.window_process", args, f"window-{window_id}.log")
+
+
+def spawn_tool_window(window_id: str, tool: str, values: dict | None = None, project: str | Path | None = None,
+                      run: bool = False) -> subprocess.Popen:
+    """Start a model tool window process for ``tool`` with its form filled from ``values``
+    (``run``: start the job at once)."""
+    import json
+
+    invocation = {"tool": tool, "values": values or {}, "project": str(project) if project else None}
+    args = ["--window-id", window_id, "--tool", tool, "--invocation-json", json.dumps(invocation)]
+    if project:
+        args += ["--project", str(project)]
+    if run:
+        args.append("--run")
+    return _spawn("workbench.app.tool_window_process", args, f"tool-{window_id}.log")
+
+
+def open_tool_window(params: dict) -> tuple[str, subprocess.Popen]:
+    """``hub.open_tool``'s work: check ``params`` ({tool, values, project?, run?}) and start the
+    tool window; returns its window id and process. ValueError for unusable params."""
+    tool = params.get("tool")
+    values = params.get("values") or {}
+    if not isinstance(tool, str) or not tool:
+        raise ValueError("hub.open_tool needs a 'tool' name.")
+    if not isinstance(values, dict):
+        raise ValueError("hub.open_tool: 'values' must be an object.")
+    window_id = new_window_id()
+    return window_id, spawn_tool_window(window_id, tool, values, params.get("project"), bool(params.get("run")))

@@ -43,13 +43,15 @@ class WindowRegistry:
         return [e for e in self._entries.values() if include_spares or e.kind != messages.KIND_SPARE]
 
     def live_for_project(self, project: str) -> WindowEntry | None:
+        """The project's window (tool windows of the project are not it)."""
         for entry in self._entries.values():
-            if entry.project == project and entry.state != messages.STATE_CRASHED:
+            if entry.kind == messages.KIND_PROJECT and entry.project == project and entry.state != messages.STATE_CRASHED:
                 return entry
         return None
 
     def crashed_for_project(self, project: str) -> list[WindowEntry]:
-        return [e for e in self._entries.values() if e.project == project and e.state == messages.STATE_CRASHED]
+        return [e for e in self._entries.values() if e.kind == messages.KIND_PROJECT and e.project == project
+                and e.state == messages.STATE_CRASHED]
 
     def spare(self) -> WindowEntry | None:
         for entry in self._entries.values():

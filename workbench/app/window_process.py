@@ -21,9 +21,10 @@ from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QApplication
 
 from workbench.app.heavy_modules import heavy_modules_loaded
+from workbench.app.hub_link import HubLink
 from workbench.qt.paint import after_first_paint, mark_first_paint
 from workbench.ipc import messages
-from workbench.ipc.endpoint import ExclusiveLock, project_lock, socket_path
+from workbench.ipc.endpoint import ExclusiveLock, project_lock
 from workbench.ipc.errors import IpcError, RpcError
 from workbench.project import ProjectError, RecentProjects, load_project, project_key, user_config_dir
 from workbench.ui.commands import CommandError
@@ -33,8 +34,6 @@ if TYPE_CHECKING:
     from workbench.ipc.connection import RpcConnection
 
 log = logging.getLogger("workbench.window")
-
-RECONNECT_DELAYS_MS = (100, 200, 400, 800, 1000)
 
 
 class ProjectAlreadyOpen(Exception):
@@ -47,16 +46,10 @@ class WindowHost(QObject):
     def __init__(self, window_id: str, start_hub: bool = False):
         super().__init__()
         self.window_id = window_id
-        self._start_hub = start_hub
         self.started_at = time.time()
         self.window: ProjectWindow | None = None
         self._project_lock: ExclusiveLock | None = None
-        self._link = None  # the RpcConnection to the hub, while there is one
-        self._attempt = 0
-        self._retry = QTimer(self)
-        self._retry.setSingleShot(True)
-        self._retry.timeout.connect(self.connect_to_hub)
-        self._closing = False
+        self.hub = HubLink(self, self._registration, start_hub, self)
 
     # --- the project --------------------------------------------------------------------------
 
@@ -74,11 +67,12 @@ class WindowHost(QObject):
         self.window = ProjectWindow(project)
         self.window.sig_closed.connect(self._on_window_closed)
         self.window.sig_broadcast.connect(self.broadcast)
+        self.window.hub_requester = self.request_hub
         if file is not None:
             self.window.open_file(file, line)
         # The hub link loads after the first paint (Qt runs the newest event filter first, so
         # the paint mark is taken before it).
-        after_first_paint(self.window, self._connect_if_needed)
+        after_first_paint(self.window, self.hub.connect_if_needed)
         mark_first_paint(self.window, "project")
         self.window.show()
         self.window.raise_()
@@ -98,19 +92,32 @@ class WindowHost(QObject):
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
 
-    def _connect_if_needed(self) -> None:
-        if self._link is None and not self._retry.isActive():
-            self.connect_to_hub()
-
     def broadcast(self, event: str, data: object) -> None:
-        if self._link is not None and self._link.is_open:
-            self._link.notify(messages.BROADCAST, {"event": event, "data": data})
+        self.hub.broadcast(event, data)
+
+    def request_hub(self, method: str, params: dict | None = None, on_result=None, on_error=None) -> None:
+        """The window's requests to the hub (``ProjectWindow.request_hub``). With no hub to
+        answer, a tool window is started directly, so the model tools work without one."""
+
+        def failed(error: RpcError) -> None:
+            if method == messages.HUB_OPEN_TOOL and error.code == RpcError.TIMEOUT:
+                from workbench.app.launcher import open_tool_window
+
+                try:
+                    window_id, process = open_tool_window(params or {})
+                except (OSError, ValueError) as exc:
+                    error = RpcError(RpcError.APPLICATION_ERROR, f"Cannot start the tool window: {exc}")
+                else:
+                    if on_result is not None:
+                        on_result({"window_id": window_id, "pid": process.pid, "without_hub": True})
+                    return
+            if on_error is not None:
+                on_error(error)
+
+        self.hub.request(method, params, on_result=on_result, on_error=failed)
 
     def _on_window_closed(self) -> None:
-        self._closing = True
-        if self._link is not None and self._link.is_open:
-            self._link.notify(messages.WINDOW_CLOSING, {"window_id": self.window_id})
-            self._link.socket.flush()
+        self.hub.say_closing(self.window_id)
         if self._project_lock is not None:
             self._project_lock.release()
         QTimer.singleShot(0, QApplication.instance().quit)
@@ -118,47 +125,7 @@ class WindowHost(QObject):
     # --- the hub link -------------------------------------------------------------------------
 
     def connect_to_hub(self) -> None:
-        if self._closing:
-            return
-        # Loaded here, after the window has painted: the link is not needed to show a project.
-        from PySide6.QtNetwork import QLocalSocket
-
-        socket = QLocalSocket()
-        socket.connected.connect(lambda: self._on_connected(socket))
-        socket.errorOccurred.connect(lambda _error: self._on_connect_failed(socket))
-        socket.connectToServer(str(socket_path()))
-
-    def _on_connect_failed(self, socket) -> None:
-        if self._link is not None and self._link.socket is socket:
-            return  # errors of a live link are handled by its disconnect
-        socket.deleteLater()
-        if self._start_hub:
-            self._start_hub = False
-            from workbench.app.launcher import spawn_hub
-
-            # The hub lock settles a race with another window or `workbench` call doing the same.
-            spawn_hub(show_welcome=False)
-        delay = RECONNECT_DELAYS_MS[min(self._attempt, len(RECONNECT_DELAYS_MS) - 1)]
-        self._attempt += 1
-        self._retry.start(delay)
-
-    def _on_connected(self, socket) -> None:
-        from workbench.ipc.connection import RpcConnection
-
-        self._attempt = 0
-        link = RpcConnection(socket, self, self)
-        link.sig_disconnected.connect(lambda: self._on_link_lost(link))
-        self._link = link
-        link.request(messages.WINDOW_REGISTER, self._registration(),
-                     on_error=lambda error: log.warning("Hub refused registration: %s", error.message))
-
-    def _on_link_lost(self, link) -> None:
-        if self._link is link:
-            self._link = None
-        link.deleteLater()
-        if not self._closing:
-            log.info("Lost the hub; will register with the next one")
-            self._retry.start(RECONNECT_DELAYS_MS[0])
+        self.hub.connect()
 
     def _registration(self) -> dict:
         project = self.window.project if self.window else None
@@ -233,7 +200,7 @@ class WindowHost(QObject):
         if self.window is not None:
             self.window.close()
         else:
-            self._closing = True
+            self.hub.closing = True
             QApplication.instance().quit()
 
     def on_event(self, params: dict, link: RpcConnection) -> None:

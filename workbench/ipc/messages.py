@@ -12,6 +12,7 @@ APP_NAME = "workbench"
 HUB_HELLO = "hub.hello"  # -> {app, protocol, version, pid}
 HUB_PING = "hub.ping"  # -> {}
 HUB_OPEN_PROJECT = "hub.open_project"  # {path, file?, line?} -> {window_id, pid, already_open}
+HUB_OPEN_TOOL = "hub.open_tool"  # {tool, values, project?, run?} -> {window_id, pid}
 HUB_SHOW_WELCOME = "hub.show_welcome"  # -> {}
 HUB_LIST_WINDOWS = "hub.list_windows"  # {all?} -> {windows: [entry...]}
 HUB_REOPEN_WINDOW = "hub.reopen_window"  # {window_id} -> {window_id, pid}
@@ -37,7 +38,7 @@ WINDOW_QUIT = "window.quit"  # {force?} -> {}
 EVENT = "event"  # {event, data, sender}: a broadcast passed on
 
 # Events carried by BROADCAST / EVENT.
-EVENT_MODEL_PRODUCED = "model.produced"  # {path}
+EVENT_MODEL_PRODUCED = "model.produced"  # {path, project?, tool?}
 EVENT_WINDOWS_CHANGED = "windows.changed"  # {}
 
 # Window kinds and states as the registry reports them.

@@ -2,7 +2,8 @@
 
 Each entry is "module:function"; the function takes the window (its public surface:
 ``project``, ``commands``, ``tasks``, ``add_dock``, ``add_status_widget``, ``add_tab``,
-``open_file``, ``diagnostics``, ``completions``, ``hovers``, ``on_event``, ``show_error``) and
+``open_file``, ``diagnostics``, ``completions``, ``hovers``, ``on_event``, ``show_error``, and
+``request_hub(method, params, on_result, on_error)`` to ask the hub, e.g. ``hub.open_tool``) and
 installs the capability's parts. They are installed just after the window's first paint, so
 none of them delays it.
 """
@@ -16,7 +17,7 @@ log = logging.getLogger(__name__)
 
 # In this order: the cluster's install extends the Runs panel that training's adds.
 BUILT_IN: tuple[str, ...] = ("workbench.git.widgets:install", "workbench.training.widgets:install",
-                             "workbench.cluster.widgets:install")
+                             "workbench.cluster.widgets:install", "workbench.modeltools.widgets:install")
 
 
 def install_capabilities(window, entries: tuple[str, ...] | None = None) -> list[str]:

@@ -70,6 +70,8 @@ class ProjectWindow(QMainWindow):
         self.hot_exit = HotExitStore(project.root)
         self._state_store = WindowStateStore(project)
         self._event_handlers: dict[str, list[Callable[[object], None]]] = {}
+        self.hub_requester: Callable[..., None] | None = None
+        """Set by the window's process: ``(method, params, on_result, on_error)`` to the hub."""
         self.diagnostics = DiagnosticsProviders()
         self.diagnostics.on_registered(self._attach_diagnostics)
         self.completions = CompletionProviders()
@@ -186,6 +188,19 @@ class ProjectWindow(QMainWindow):
     def handle_event(self, event: str, data: object) -> None:
         for handler in self._event_handlers.get(event, []):
             handler(data)
+
+    def request_hub(self, method: str, params: dict | None = None,
+                    on_result: Callable[[object], None] | None = None,
+                    on_error: Callable[[Exception], None] | None = None) -> None:
+        """Ask the hub (``hub.open_tool``, ...) through the window's process; the answer comes
+        to ``on_result`` later, and ``on_error`` gets an error with a ``message`` when there is
+        no hub (the process may serve some requests itself then) or it refuses."""
+        if self.hub_requester is not None:
+            self.hub_requester(method, params or {}, on_result, on_error)
+        elif on_error is not None:
+            from workbench.ipc.errors import RpcError
+
+            on_error(RpcError(RpcError.TIMEOUT, "This window is not linked to a Workbench hub."))
 
     # --- editors ------------------------------------------------------------------------------
 

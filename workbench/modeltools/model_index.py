@@ -1,0 +1,164 @@
+"""Which model files a project holds: the outputs of its runs and models kept anywhere else in
+it, with their size, time and the run they came from. The Models panel lists them; the cluster's
+"model produced" notice picks a run's model with the same suffixes.
+
+Qt-free and cheap: one walk of the project folder that skips what never holds the user's models
+(version control, Workbench's own state, virtual environments, caches) and a run's checkpoints.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# The file kinds a model tool opens, most wanted first.
+MODEL_SUFFIXES = (".onnx", ".pt", ".pth", ".ckpt", ".safetensors", ".tflite", ".mnn", ".bin")
+
+# Folders never walked, wherever they are: they hold tools, caches and state, not models.
+SKIPPED_FOLDERS = frozenset({".git", ".workbench", ".venv", "venv", "node_modules", "__pycache__",
+                             ".mypy_cache", ".pytest_cache", "site-packages"})
+RUNS_FOLDER = "runs"
+# Inside a run folder only these hold models worth listing (checkpoints/ would drown them).
+RUN_MODEL_FOLDERS = ("outputs",)
+# A walk stops after this many entries, so a project with a huge data folder stays cheap.
+MAX_ENTRIES = 200_000
+
+
+@dataclass(frozen=True)
+class ModelFile:
+    """One model file: ``run_id`` is the run folder it lies in (None outside ``runs/``)."""
+
+    path: Path
+    size: int
+    modified: float
+    run_id: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def suffix(self) -> str:
+        return self.path.suffix.lower()
+
+
+@dataclass
+class ModelGroup:
+    """The models of one run (``run_id``), or the project's other models (``run_id`` None)."""
+
+    title: str
+    run_id: str | None
+    models: list[ModelFile] = field(default_factory=list)
+
+    @property
+    def newest(self) -> float:
+        return max((m.modified for m in self.models), default=0.0)
+
+
+def is_model_file(path: Path | str) -> bool:
+    """True for a file name with a model suffix that is not a hidden or temporary file."""
+    name = Path(path).name
+    return not name.startswith(".") and Path(name).suffix.lower() in MODEL_SUFFIXES
+
+
+def model_among(paths: list[str]) -> str | None:
+    """The model among ``paths`` (the most wanted kind first; None without one)."""
+    for suffix in MODEL_SUFFIXES:
+        for path in paths:
+            if path.lower().endswith(suffix):
+                return path
+    return None
+
+
+def run_id_of(root: Path, path: Path) -> str | None:
+    """The id of the run folder holding ``path`` (``runs/<id>/...``), None elsewhere."""
+    try:
+        parts = Path(path).relative_to(root).parts
+    except ValueError:
+        return None
+    return parts[1] if len(parts) > 2 and parts[0] == RUNS_FOLDER else None
+
+
+def list_models(root: Path | str) -> list[ModelFile]:
+    """Every model file of the project at ``root``, newest first."""
+    root = Path(root)
+    found: list[ModelFile] = []
+    budget = [MAX_ENTRIES]
+    _walk(root, root, found, budget, in_run=None)
+    found.sort(key=lambda m: (-m.modified, str(m.path)))
+    return found
+
+
+def _walk(root: Path, folder: Path, found: list[ModelFile], budget: list[int], in_run: str | None) -> None:
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    relative = folder.relative_to(root).parts
+    for entry in entries:
+        budget[0] -= 1
+        if budget[0] < 0:
+            return
+        name = entry.name
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+        except OSError:
+            continue
+        if is_dir:
+            if name in SKIPPED_FOLDERS or name.startswith("."):
+                continue
+            if relative == (RUNS_FOLDER,):
+                _walk_run(root, Path(entry.path), found, budget, name)
+            else:
+                _walk(root, Path(entry.path), found, budget, in_run)
+            continue
+        if is_model_file(name):
+            try:
+                stat = entry.stat()
+            except OSError:
+                continue
+            found.append(ModelFile(Path(entry.path), stat.st_size, stat.st_mtime, in_run))
+
+
+def _walk_run(root: Path, run_folder: Path, found: list[ModelFile], budget: list[int], run_id: str) -> None:
+    for name in RUN_MODEL_FOLDERS:
+        folder = run_folder / name
+        if folder.is_dir():
+            _walk(root, folder, found, budget, run_id)
+
+
+def group_by_run(models: list[ModelFile]) -> list[ModelGroup]:
+    """The models in groups, one per run and one for the rest ("Other files"), the group with the
+    newest model first and the newest model first inside each group."""
+    groups: dict[str | None, ModelGroup] = {}
+    for model in models:
+        group = groups.get(model.run_id)
+        if group is None:
+            title = f"Run {model.run_id}" if model.run_id else "Other files"
+            group = groups[model.run_id] = ModelGroup(title, model.run_id)
+        group.models.append(model)
+    for group in groups.values():
+        group.models.sort(key=lambda m: (-m.modified, m.name))
+    return sorted(groups.values(), key=lambda g: (-g.newest, g.title))
+
+
+def watched_folders(root: Path | str, models: list[ModelFile]) -> list[Path]:
+    """The folders to watch for new models: the project, ``runs/``, each run's output folder
+    and every folder already holding a model (a file system watcher does not recurse)."""
+    root = Path(root)
+    folders = {root}
+    runs = root / RUNS_FOLDER
+    if runs.is_dir():
+        folders.add(runs)
+        try:
+            for entry in os.scandir(runs):
+                if entry.is_dir(follow_symlinks=False):
+                    folders.add(Path(entry.path))
+                    for name in RUN_MODEL_FOLDERS:
+                        if (Path(entry.path) / name).is_dir():
+                            folders.add(Path(entry.path) / name)
+        except OSError:
+            pass
+    folders.update(m.path.parent for m in models)
+    return sorted(folders)

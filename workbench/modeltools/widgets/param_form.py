@@ -1,0 +1,510 @@
+"""The form of a tool, generated from its declaration (``ToolSpec.params``), so the window and
+the CLI take the same parameters and check them the same way.
+
+One editor per parameter: a path gets a line edit and Browse… (a save dialog for an output), a
+list of paths a line edit of comma-separated paths and a multi-file Browse…, a flag a check box,
+a choice a combo box, numbers spin boxes bounded by the parameter's minimum and maximum, text
+and lists line edits. The help is the tooltip and a grey line under the editor. Parameters sit
+in their groups; the advanced ones in a folded "Advanced" section. A value that does not parse
+is shown under its editor and the form is invalid until it is fixed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QFileDialog,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSpinBox,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from workbench.modeltools.errors import ModelToolError
+from workbench.modeltools.params import Param, ToolSpec
+
+INT_LIMIT = 2**31 - 1
+FLOAT_LIMIT = 1e12
+NOT_SET = "auto"
+"""What an optional number shows while it is not set (the tool then picks the value)."""
+
+HINT_STYLE = "color: #6b6b6b; font-size: 11px;"
+ERROR_STYLE = "color: #b3261e; font-size: 11px;"
+SECTION_STYLE = "font-weight: 600; color: #333;"
+
+
+class _FloatSpinBox(QDoubleSpinBox):
+    """A float spin box that shows values as people write them (0.01, 1e-05), not 0.010000."""
+
+    def __init__(self):
+        super().__init__()
+        self.setDecimals(8)
+
+    def textFromValue(self, value: float) -> str:
+        if self.specialValueText() and value == self.minimum():
+            return self.specialValueText()
+        return f"{value:.6g}"
+
+    def valueFromText(self, text: str) -> float:
+        try:
+            return float(text.replace(",", "."))
+        except ValueError:
+            return self.minimum()
+
+    def validate(self, text, pos):
+        from PySide6.QtGui import QValidator
+
+        stripped = text.strip()
+        if stripped in ("", "-", "+", ".", "e", "-.") or stripped == self.specialValueText():
+            return QValidator.State.Intermediate, text, pos
+        try:
+            float(stripped.replace(",", "."))
+        except ValueError:
+            if stripped.lower().endswith(("e", "e-", "e+")):
+                return QValidator.State.Intermediate, text, pos
+            return QValidator.State.Invalid, text, pos
+        return QValidator.State.Acceptable, text, pos
+
+
+class ParamField:
+    """The editor of one parameter, with its hint and error lines."""
+
+    def __init__(self, form: "ParamForm", param: Param):
+        self.form = form
+        self.param = param
+        self.label = QLabel(param.title if param.type != "bool" else "")
+        self.label.setToolTip(param.help)
+        self.label.setObjectName(f"label-{param.name}")
+        self.container = QWidget()
+        self.container.setObjectName(f"field-{param.name}")
+        column = QVBoxLayout(self.container)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.setSpacing(2)
+        self.editor = self._make_editor()
+        self.editor.setObjectName(f"editor-{param.name}")
+        self.editor.setToolTip(param.help)
+        row = QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        row.setSpacing(6)
+        if param.type in ("int", "float", "choice"):
+            # A number or a choice is short: a full-width box would look like a text field.
+            self.editor.setMaximumWidth(320 if param.type == "choice" else 200)
+            row.addWidget(self.editor)
+            row.addStretch(1)
+        else:
+            row.addWidget(self.editor, 1)
+        self.browse: QPushButton | None = None
+        if param.type in ("path", "paths"):
+            self.browse = QPushButton("Browse…")
+            self.browse.setObjectName(f"browse-{param.name}")
+            self.browse.setToolTip("Choose the file" + ("s" if param.type == "paths" else ""))
+            self.browse.clicked.connect(self._browse)
+            row.addWidget(self.browse)
+        column.addLayout(row)
+        self.hint = QLabel(param.help)
+        self.hint.setObjectName(f"hint-{param.name}")
+        self.hint.setWordWrap(True)
+        self.hint.setStyleSheet(HINT_STYLE)
+        self.hint.setVisible(bool(param.help))
+        column.addWidget(self.hint)
+        self.error = QLabel("")
+        self.error.setObjectName(f"error-{param.name}")
+        self.error.setWordWrap(True)
+        self.error.setStyleSheet(ERROR_STYLE)
+        self.error.hide()
+        column.addWidget(self.error)
+        self.set(param.default)
+
+    # --- editors ------------------------------------------------------------------------------
+
+    def _make_editor(self) -> QWidget:
+        param = self.param
+        if param.type == "bool":
+            editor = QCheckBox(param.title)
+            editor.toggled.connect(self.form._changed)
+            return editor
+        if param.type == "choice":
+            editor = QComboBox()
+            if param.default is None and not param.required:
+                editor.addItem("(tool's choice)", None)
+            for choice in param.choices:
+                editor.addItem(choice, choice)
+            editor.setMinimumWidth(200)
+            editor.currentIndexChanged.connect(self.form._changed)
+            return editor
+        if param.type == "int":
+            editor = QSpinBox()
+            low = int(param.minimum) if param.minimum is not None else -INT_LIMIT
+            high = int(param.maximum) if param.maximum is not None else INT_LIMIT
+            if self.optional_number:
+                low -= 1
+                editor.setSpecialValueText(NOT_SET)
+            editor.setRange(low, high)
+            editor.valueChanged.connect(self.form._changed)
+            editor.setMinimumWidth(140)
+            return editor
+        if param.type == "float":
+            editor = _FloatSpinBox()
+            low = float(param.minimum) if param.minimum is not None else -FLOAT_LIMIT
+            high = float(param.maximum) if param.maximum is not None else FLOAT_LIMIT
+            step = _step_for(param)
+            editor.setSingleStep(step)
+            if self.optional_number:
+                low -= step
+                editor.setSpecialValueText(NOT_SET)
+            editor.setRange(low, high)
+            editor.valueChanged.connect(self.form._changed)
+            editor.setMinimumWidth(140)
+            return editor
+        editor = QLineEdit()
+        editor.setClearButtonEnabled(param.type != "str")
+        editor.setPlaceholderText(self._placeholder())
+        editor.textChanged.connect(self.form._changed)
+        return editor
+
+    @property
+    def optional_number(self) -> bool:
+        return self.param.type in ("int", "float") and self.param.default is None
+
+    def _placeholder(self) -> str:
+        param = self.param
+        if param.is_output:
+            return "beside the input (default)"
+        if param.type in ("paths", "strings"):
+            return "comma-separated" + ("" if param.required else " (optional)")
+        if param.type == "path":
+            return "required" if param.required else "optional"
+        return "" if param.required else "optional"
+
+    def _browse(self) -> None:
+        param = self.param
+        start = self.form.browse_folder(self.get())
+        patterns = " ".join(f"*{s}" for s in param.suffixes)
+        filters = f"{param.title} ({patterns});;All files (*)" if patterns else "All files (*)"
+        if param.type == "paths":
+            chosen = self.form.ask_open_files(param.title, start, filters)
+            if chosen:
+                self.set(chosen)
+        elif param.is_output:
+            chosen = self.form.ask_save_file(param.title, start, filters)
+            if chosen:
+                self.set(chosen)
+        else:
+            chosen = self.form.ask_open_file(param.title, start, filters)
+            if chosen:
+                self.set(chosen)
+
+    # --- values -------------------------------------------------------------------------------
+
+    def get(self) -> Any:
+        """The value as the form holds it: text for paths and lists, None when not set."""
+        editor, kind = self.editor, self.param.type
+        if kind == "bool":
+            return editor.isChecked()
+        if kind == "choice":
+            return editor.currentData()
+        if kind in ("int", "float"):
+            if self.optional_number and editor.value() == editor.minimum():
+                return None
+            return int(editor.value()) if kind == "int" else float(editor.value())
+        text = editor.text().strip()
+        return text or None
+
+    def set(self, value: Any) -> None:
+        editor, kind = self.editor, self.param.type
+        blocker = _Blocker(editor)
+        try:
+            if kind == "bool":
+                editor.setChecked(bool(value) if value is not None else False)
+            elif kind == "choice":
+                index = 0 if value is None else editor.findText(str(value))
+                editor.setCurrentIndex(max(index, 0))
+            elif kind in ("int", "float"):
+                if value is None or value == "":
+                    editor.setValue(editor.minimum() if self.optional_number else _clamp(0, editor))
+                else:
+                    try:
+                        editor.setValue(int(value) if kind == "int" else float(value))
+                    except (TypeError, ValueError):
+                        pass
+            else:
+                if isinstance(value, (list, tuple)):
+                    text = ", ".join(str(v) for v in value)
+                else:
+                    text = "" if value is None else str(value)
+                editor.setText(text)
+        finally:
+            blocker.release()
+        self.form._changed()
+
+    def check(self) -> str:
+        """What is wrong with the value ("" when nothing)."""
+        param, value = self.param, self.get()
+        try:
+            typed = param.parse(value) if value is not None else None
+        except ModelToolError as exc:
+            return _without_flag(str(exc), param)
+        if param.required and typed in (None, []):
+            return f"{param.title} is required."
+        if param.type in ("path", "paths") and not param.is_output and typed:
+            for path in typed if isinstance(typed, list) else [typed]:
+                if not self.form.absolute(path).exists():
+                    return f"There is no file {path}."
+        return ""
+
+    def show_error(self, message: str) -> None:
+        self.error.setText(message)
+        self.error.setVisible(bool(message))
+
+    def set_shown(self, shown: bool) -> None:
+        self.label.setVisible(shown)
+        self.container.setVisible(shown)
+
+
+class ParamForm(QWidget):
+    """The generated form of one tool."""
+
+    sig_validity_changed = Signal(bool)
+    """The form became valid (True) or invalid (False)."""
+
+    sig_changed = Signal()
+    """A value changed."""
+
+    def __init__(self, spec: ToolSpec, base_dir: Path | str | None = None, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.spec = spec
+        self.base_dir = Path(base_dir) if base_dir else None
+        self.ask_open_file: Callable[[str, str, str], str] = self._ask_open_file
+        self.ask_open_files: Callable[[str, str, str], list[str]] = self._ask_open_files
+        self.ask_save_file: Callable[[str, str, str], str] = self._ask_save_file
+        """File dialogs: (title, start folder, filters) -> chosen path(s) ("" / [] when
+        cancelled). Replaceable in tests."""
+        self._building = True
+        self._valid = False
+        self.fields: dict[str, ParamField] = {}
+        self.form_error = QLabel("")
+        self.form_error.setObjectName("form-error")
+        self.form_error.setWordWrap(True)
+        self.form_error.setStyleSheet(ERROR_STYLE)
+        self.form_error.hide()
+
+        grid = QGridLayout(self)
+        grid.setContentsMargins(0, 0, 0, 0)
+        grid.setHorizontalSpacing(14)
+        grid.setVerticalSpacing(8)
+        grid.setColumnStretch(1, 1)
+        self._grid = grid
+        basic = [p for p in spec.params if not p.advanced]
+        advanced = [p for p in spec.params if p.advanced]
+        row = self._add_groups(basic, 0, show_first_title=False)
+        self.advanced_toggle: QToolButton | None = None
+        if advanced:
+            toggle = QToolButton()
+            toggle.setObjectName("advanced-toggle")
+            toggle.setText("Advanced")
+            toggle.setCheckable(True)
+            toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+            toggle.setArrowType(Qt.ArrowType.RightArrow)
+            toggle.setAutoRaise(True)
+            toggle.setStyleSheet("QToolButton { font-weight: 600; color: #333; padding: 6px 0 0 0; border: none; }")
+            toggle.toggled.connect(self.show_advanced)
+            grid.addWidget(toggle, row, 0, 1, 2)
+            self.advanced_toggle = toggle
+            row += 1
+            self._advanced_start = row
+            self._advanced_headers: list[QLabel] = []
+            row = self._add_groups(advanced, row, show_first_title=False, headers=self._advanced_headers)
+        grid.addWidget(self.form_error, row, 0, 1, 2)
+        grid.setRowStretch(row + 1, 1)
+        widest = max((f.label.sizeHint().width() for f in self.fields.values()), default=0)
+        grid.setColumnMinimumWidth(0, widest)
+        self._advanced_names = [p.name for p in advanced]
+        self.show_advanced(False)
+        self._building = False
+        self._changed()
+
+    def _add_groups(self, params: list[Param], row: int, show_first_title: bool,
+                    headers: list[QLabel] | None = None) -> int:
+        groups: dict[str, list[Param]] = {}
+        for param in params:
+            groups.setdefault(param.group, []).append(param)
+        for number, (group, members) in enumerate(groups.items()):
+            if group and (number or show_first_title or len(groups) > 1):
+                header = QLabel(group)
+                header.setObjectName(f"section-{group}")
+                header.setStyleSheet(SECTION_STYLE)
+                header.setIndent(0)
+                header.setContentsMargins(0, 8, 0, 0)
+                self._grid.addWidget(header, row, 0, 1, 2)
+                if headers is not None:
+                    headers.append(header)
+                row += 1
+            for param in members:
+                field = ParamField(self, param)
+                self.fields[param.name] = field
+                self._grid.addWidget(field.label, row, 0, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+                self._grid.addWidget(field.container, row, 1)
+                # The label sits level with the editor's text, not with the top of its box.
+                field.label.setContentsMargins(0, 5, 0, 0)
+                row += 1
+        return row
+
+    # --- public -------------------------------------------------------------------------------
+
+    def show_advanced(self, shown: bool) -> None:
+        if self.advanced_toggle is None:
+            return
+        if self.advanced_toggle.isChecked() != shown:
+            self.advanced_toggle.setChecked(shown)  # comes back here through toggled
+            return
+        self.advanced_toggle.setArrowType(Qt.ArrowType.DownArrow if shown else Qt.ArrowType.RightArrow)
+        for name in self._advanced_names:
+            self.fields[name].set_shown(shown)
+        for header in self._advanced_headers:
+            header.setVisible(shown)
+
+    def values(self) -> dict[str, Any]:
+        """The values set in the form, ready for a ToolInvocation (paths made absolute against
+        the project; parameters left empty are left out, so the tool's defaults apply)."""
+        values = {}
+        for name, field in self.fields.items():
+            value = field.get()
+            if value is None:
+                continue
+            if field.param.type == "path":
+                value = str(self.absolute(Path(value)))
+            elif field.param.type == "paths":
+                value = [str(self.absolute(Path(v.strip()))) for v in str(value).split(",") if v.strip()]
+            values[name] = value
+        return values
+
+    def set_values(self, values: dict[str, Any]) -> None:
+        """Fill the form (unknown names are ignored); advanced values that differ from their
+        defaults unfold the Advanced section so nothing set is hidden."""
+        unfold = False
+        for name, value in values.items():
+            field = self.fields.get(name)
+            if field is not None:
+                field.set(value)
+                if field.param.advanced and value != field.param.default:
+                    unfold = True
+        if unfold:
+            self.show_advanced(True)
+
+    def errors(self) -> dict[str, str]:
+        """What is wrong, by parameter name ("" key: what is wrong with the whole)."""
+        problems = {name: field.check() for name, field in self.fields.items()}
+        problems = {name: message for name, message in problems.items() if message}
+        if not problems:
+            try:
+                self.spec.resolve(self.values())
+            except ModelToolError as exc:
+                problems[""] = str(exc)
+        return problems
+
+    @property
+    def is_valid(self) -> bool:
+        return self._valid
+
+    def set_enabled(self, enabled: bool) -> None:
+        for field in self.fields.values():
+            field.editor.setEnabled(enabled)
+            if field.browse is not None:
+                field.browse.setEnabled(enabled)
+
+    def absolute(self, path: Path) -> Path:
+        path = Path(path).expanduser()
+        if not path.is_absolute() and self.base_dir is not None:
+            return self.base_dir / path
+        return path
+
+    def browse_folder(self, current: Any) -> str:
+        """Where a file dialog opens: beside the current value, else the project."""
+        if current:
+            first = Path(str(current).split(",")[0].strip())
+            folder = self.absolute(first)
+            folder = folder if folder.is_dir() else folder.parent
+            if folder.is_dir():
+                return str(folder / first.name) if not first.is_dir() else str(folder)
+        return str(self.base_dir or Path.home())
+
+    # --- validation ---------------------------------------------------------------------------
+
+    def _changed(self, *_args) -> None:
+        if self._building:
+            return
+        problems = self.errors()
+        for name, field in self.fields.items():
+            field.show_error(problems.get(name, ""))
+            if problems.get(name) and field.param.advanced:
+                self.show_advanced(True)
+        self.form_error.setText(problems.get("", ""))
+        self.form_error.setVisible(bool(problems.get("")))
+        valid = not problems
+        if valid != self._valid:
+            self._valid = valid
+            self.sig_validity_changed.emit(valid)
+        self.sig_changed.emit()
+
+    # --- dialogs ------------------------------------------------------------------------------
+
+    def _ask_open_file(self, title: str, start: str, filters: str) -> str:
+        path, _ = QFileDialog.getOpenFileName(self, title, start, filters)
+        return path
+
+    def _ask_open_files(self, title: str, start: str, filters: str) -> list[str]:
+        paths, _ = QFileDialog.getOpenFileNames(self, title, start, filters)
+        return paths
+
+    def _ask_save_file(self, title: str, start: str, filters: str) -> str:
+        path, _ = QFileDialog.getSaveFileName(self, title, start, filters)
+        return path
+
+
+class _Blocker:
+    """Silences an editor's signals while the form sets it (one change signal follows)."""
+
+    def __init__(self, widget: QWidget):
+        self._widget = widget
+        self._was = widget.blockSignals(True)
+
+    def release(self) -> None:
+        self._widget.blockSignals(self._was)
+
+
+def _clamp(value: float, editor) -> float:
+    return min(max(value, editor.minimum()), editor.maximum())
+
+
+def _step_for(param: Param) -> float:
+    """A spin step that suits the parameter's scale (0.01 for a fraction, 1 for a count)."""
+    reference = param.default if isinstance(param.default, (int, float)) and param.default else None
+    if reference is None and param.maximum is not None and param.minimum is not None:
+        reference = (param.maximum - param.minimum) / 10 or None
+    if reference is None:
+        return 0.1
+    magnitude = abs(float(reference))
+    step = 1.0
+    while step > magnitude and step > 1e-6:
+        step /= 10
+    while step * 10 <= magnitude / 10:
+        step *= 10
+    return step
+
+
+def _without_flag(message: str, param: Param) -> str:
+    """A parse error as the form shows it: under the editor, without the CLI flag."""
+    prefix = f"{param.flag}: "
+    text = message[len(prefix):] if message.startswith(prefix) else message
+    return text[:1].upper() + text[1:]
