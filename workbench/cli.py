@@ -30,6 +30,7 @@ CAPABILITY_GROUPS: dict[str, str] = {
     "train": "workbench.training.cli:train_command",
     "runs": "workbench.training.cli:runs_group",
     "cluster": "workbench.cluster.cli:cluster_group",
+    "model": "workbench.modeltools.cli:model_group",
 }
 
 HUB_START_TIMEOUT_S = 15.0
@@ -91,6 +92,11 @@ def _user_message(exc: Exception) -> str | None:
         from workbench.cluster.errors import ClusterError
 
         if isinstance(exc, ClusterError):
+            return str(exc)
+    if "workbench.modeltools.errors" in sys.modules:
+        from workbench.modeltools.errors import ModelToolError
+
+        if isinstance(exc, ModelToolError):
             return str(exc)
     return None
 
@@ -227,8 +233,10 @@ def new_command(ctx: click.Context, path: Path, template: str, name: str | None,
     from workbench.project import create_from_template
 
     project = create_from_template(template, path.expanduser().absolute(), name)
-    _emit({"path": str(project.root), "name": project.name, "template": template}, as_json,
-          f"Created {project.name} from the {template} template in {project.root}")
+    repository = (project.root / ".git").is_dir()  # made one: it was in no repository
+    _emit({"path": str(project.root), "name": project.name, "template": template, "new_repository": repository},
+          as_json, f"Created {project.name} from the {template} template in {project.root}"
+          + (", with its files as the first commit of a new Git repository" if repository else ""))
     if open_after:
         ctx.invoke(open_command, path=project.root, line=None, as_json=as_json)
 

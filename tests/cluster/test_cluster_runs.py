@@ -16,6 +16,7 @@ import pytest
 from tests.cluster.run_helpers import (committed, connection_of, end_followers, fake_trainer_project, follower_pid,
                                        save_test_profile, wait_until)
 from tests.git.conftest import git_identity  # noqa: F401  (fixture: commits need an author)
+from tests.training.conftest import make_project
 from workbench.training import RunService, read_metrics
 
 pytestmark = pytest.mark.slow
@@ -169,6 +170,84 @@ def test_runs_logs_follow_and_stop_work_on_a_cluster_run_from_the_command_line(p
     assert f"(on box, job {run['job_id']})" in listed.stdout and " stopped " in listed.stdout
 
 
+def test_the_data_sync_progress_is_a_few_lines_when_stderr_is_not_a_terminal(tmp_path, ssh_cluster):
+    project = make_project(tmp_path / "tiny", "stop_at_step=2\nstep_seconds=0.01\n")
+    with open(project / "workbench.toml", "a") as toml:
+        toml.write('\n[cluster]\ndata = ["data/"]\n')
+    (project / "data").mkdir()
+    (project / "data" / "big.bin").write_bytes(os.urandom(24_000_000))
+    (project / ".gitignore").write_text("data/\nruns/\n.workbench/\n")
+    committed(project)
+    try:
+        started = workbench("train", str(project), "--cluster", "box", "--detach")
+        assert started.returncode == 0, started.stderr
+        assert RunService(project).wait(RunService(project).list_runs()[0].id, timeout=60).state == "completed"
+    finally:
+        end_followers(project)
+    progress = [line for line in started.stderr.splitlines() if line.startswith("data: Syncing data: ")]
+    # The first report, then one a quarter of the way (or every few seconds): not one a megabyte.
+    assert 2 <= len(progress) <= 6, started.stderr
+    assert progress[-1].endswith("24.0 MB of 24.0 MB"), progress
+
+
+def test_a_run_goes_on_as_a_new_run_on_another_cluster_with_other_resources(project, ssh_cluster, sshd_server,
+                                                                          tmp_path):
+    save_test_profile("box2", sshd_server, tmp_path / "remote2", scheduler="ssh")
+    service = RunService(project)
+    local = service.wait(service.start().id, timeout=60)
+    assert local.state == "completed" and not local.is_cluster
+
+    moved = workbench("runs", "resume", str(project), local.id, "--new", "--cluster", "box", "--cpus", "2",
+                      "--set", "stop_at_step=30", "--json")
+    assert moved.returncode == 0, moved.stderr
+    first = json.loads(moved.stdout)
+    assert (first["cluster"], first["backend"], first["resumed_from"]) == ("box", "ssh", f"{local.id}@20")
+    assert first["resources"]["cpus"] == 2 and "submit: " in moved.stderr
+    done = service.wait(first["id"], timeout=60)
+    assert done.state == "completed", done.error
+    assert "resumed from step 20" in (Path(done.run_dir) / "stdout.log").read_text()
+
+    again = workbench("runs", "resume", done.id, "--new", "--cluster", "box2", "--set", "stop_at_step=35",
+                      "--project", str(project), "--json")
+    assert again.returncode == 0, again.stderr
+    second = json.loads(again.stdout)
+    assert second["cluster"] == "box2" and second["resources"]["cpus"] == 2
+    assert second["remote_run_dir"].startswith(str(tmp_path / "remote2"))
+    finished = service.wait(second["id"], timeout=60)
+    assert finished.state == "completed", finished.error
+    steps = [r["step"] for r in read_metrics(Path(finished.run_dir) / "metrics.jsonl") if "loss" in r]
+    assert steps == list(range(1, 36))
+
+    refused = workbench("runs", "resume", done.id, "--cluster", "box2", "--project", str(project))
+    assert refused.returncode == 2 and "are for a new run: add --new" in refused.stderr
+
+
+def test_removing_a_profile_that_active_runs_use_asks_first(project, ssh_cluster):
+    from click.testing import CliRunner
+
+    from workbench.cli import cli
+    from workbench.cluster.profiles import load_profiles
+    from workbench.project import RecentProjects
+
+    RecentProjects().add(project)
+    service = RunService(project)
+    info = service.start(cluster="box", overrides=["stop_at_step=1000", "step_seconds=0.05"])
+    try:
+        kept = CliRunner().invoke(cli, ["cluster", "remove", "box"], input="n\n")
+        assert kept.exit_code == 1 and "1 run(s) still use box:" in kept.output
+        assert info.id in kept.output and str(project) in kept.output
+        assert "Remove the cluster profile box anyway? [y/N]" in kept.output
+        assert [p.name for p in load_profiles()] == ["box"]
+
+        removed = CliRunner().invoke(cli, ["cluster", "remove", "box", "--yes"])
+        assert removed.exit_code == 0 and "still use" not in removed.output
+        assert load_profiles() == []
+    finally:
+        # Followed with the copy of the profile kept in the run folder, the run can still be ended.
+        assert service.terminate(info.id).state == "terminated"
+    assert CliRunner().invoke(cli, ["cluster", "remove", "box"]).exit_code == 1  # gone: named as such
+
+
 # ---------------------------------------------------------------------------------------------
 # Slurm, through the same sshd
 
@@ -180,14 +259,15 @@ def slurm(slurm_over_ssh, slurm_clean, tmp_path):
 
 
 def digits_project(root: Path) -> Path:
-    """The digits template, made as a user makes it (`workbench new --template digits`)."""
+    """The digits template, made as a user makes it (`workbench new --template digits`): a Git
+    repository with the template committed, ready to run on a cluster as it is."""
     from click.testing import CliRunner
 
     from workbench.cli import cli
 
     result = CliRunner().invoke(cli, ["new", "--template", "digits", str(root)])
     assert result.exit_code == 0, result.output
-    return committed(root)
+    return root
 
 
 def test_the_digits_project_trains_on_slurm_from_the_cli_and_its_model_comes_back(tmp_path, slurm, slurm_over_ssh):
@@ -232,7 +312,7 @@ def test_a_job_that_fails_on_slurm_shows_its_error_line_and_exit_code(project, s
     assert done.error == "ValueError: boom at step 3" and done.exit_code == 1
 
 
-def test_stop_on_slurm_checkpoints_and_terminate_cancels(project, slurm):
+def test_stop_on_slurm_checkpoints_and_terminate_cancels(project, slurm, slurm_over_ssh):
     service = RunService(project)
     first = service.start(cluster="hpc", overrides=["stop_at_step=1000", "step_seconds=0.05"])
     second = service.start(cluster="hpc", overrides=["stop_at_step=1000", "step_seconds=0.05"])
@@ -243,10 +323,36 @@ def test_stop_on_slurm_checkpoints_and_terminate_cancels(project, slurm):
     stopped = service.wait(first.id, timeout=60)
     assert stopped.state == "stopped" and stopped.error == "" and stopped.can_resume
     assert "stopped at step" in (Path(first.run_dir) / "stdout.log").read_text()
+    # A stop asked for is a clean end, for the scheduler too: one process runs without torchrun.
+    assert (stopped.scheduler_state, stopped.exit_code) == ("COMPLETED", 0)
+    job = slurm_over_ssh.cluster.job(first.job_id)
+    assert (job["JobState"], job["ExitCode"]) == ("COMPLETED", "0:0")
+    assert "torch.distributed.run" not in (Path(first.run_dir) / "job.sh").read_text()
+    assert "Traceback" not in (Path(first.run_dir) / "stderr.log").read_text()
 
     wait_until(lambda: service.get(second.id).state == "running", 60, what="the second job to run")
     cancelled = service.terminate(second.id)
     assert (cancelled.state, cancelled.scheduler_state) == ("cancelled", "CANCELLED")
+
+
+def test_a_stop_on_slurm_reaches_the_workers_of_torchrun_and_the_job_completes(project, slurm, slurm_over_ssh):
+    service = RunService(project)
+    info = service.start(cluster="hpc", resources={"cpus": 2, "processes_per_node": 2},
+                         overrides=["stop_at_step=1000", "step_seconds=0.05"])
+    assert info.nproc == 2
+    folder = Path(info.run_dir)
+    wait_until(lambda: len(read_metrics(folder / "metrics.jsonl")) >= 6, 120, what="a few steps")
+
+    service.stop(info.id)
+    stopped = service.wait(info.id, timeout=90)
+    errors = (folder / "stderr.log").read_text()
+    assert stopped.state == "stopped" and stopped.error == "" and stopped.can_resume, errors
+    output = (folder / "stdout.log").read_text()
+    assert "rank 1 of 2" in output and "stopped at step" in output
+    assert (stopped.scheduler_state, stopped.exit_code) == ("COMPLETED", 0), errors
+    job = slurm_over_ssh.cluster.job(info.job_id)
+    assert (job["JobState"], job["ExitCode"]) == ("COMPLETED", "0:0")
+    assert "Traceback" not in errors and "SignalException" not in errors
 
 
 def test_the_job_finds_the_synced_data_and_the_referenced_data_where_the_project_has_them(tmp_path, ssh_cluster):

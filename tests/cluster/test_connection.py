@@ -378,3 +378,77 @@ def test_cluster_test_prints_each_check_and_trusts_on_request(cluster_profile_fo
 
     as_json = runner.invoke(cli, ["cluster", "test", "lab", "--json"])
     assert as_json.exit_code == 1 and '"name": "work root"' in as_json.output
+
+
+def _terminal_session(args: list[str]):
+    """``workbench ARGS`` on a pseudo-terminal: ``(read_until(text) -> output so far, answer(line),
+    finish() -> (all output, exit status))``."""
+    import pty
+    import select
+
+    master, child_side = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "workbench", *args], stdin=child_side, stdout=child_side,
+                               stderr=child_side, close_fds=True)
+    os.close(child_side)
+    output = bytearray()
+
+    def read(until: str | None, timeout: float = 60) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if until is not None and until in output.decode(errors="replace"):
+                break
+            ready, _, _ = select.select([master], [], [], 0.1)
+            if ready:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:  # the command ended and closed the terminal
+                    chunk = b""
+                if not chunk:
+                    break
+                output.extend(chunk)
+        else:
+            raise AssertionError(f"no {until!r} within {timeout} s; the terminal shows:\n{output.decode()}")
+        return output.decode(errors="replace").replace("\r\n", "\n")
+
+    def finish() -> tuple[str, int]:
+        text = read(None)
+        os.close(master)
+        return text, process.wait(timeout=60)
+
+    return read, lambda line: os.write(master, line.encode() + b"\n"), finish
+
+
+def test_cluster_test_at_a_terminal_asks_about_a_new_host_key_first_then_reports_once(cluster_profile_for,
+                                                                                       sshd_server):
+    profile = cluster_profile_for(sshd_server, name="lab", trust=False, python_setup=f"source {VENV_ACTIVATE}")
+    save_profile(profile)
+    read, answer, finish = _terminal_session(["cluster", "test", "lab"])
+
+    asked = read("Trust this key and remember it?")
+    assert asked.splitlines()[:3] == [
+        f"Testing lab ({profile.destination})",
+        f"The authenticity of host {sshd_server.host}:{sshd_server.port} can't be established.",
+        f"Its ssh-ed25519 key fingerprint is {host_fingerprint(sshd_server)}."]
+    answer("y")
+    output, status = finish()
+
+    assert status == 0, output
+    report = output.split("remember it?", 1)[1].splitlines()[1:]
+    assert [line.split()[:2] for line in report[:2]] == [["ok", "connect"], ["ok", "work"]]
+    assert sum(line.split()[1:2] == ["connect"] for line in output.splitlines() if line.split()) == 1
+    assert "failed" not in output and report[-1] == "lab is ready for runs."
+    assert workbench_known_hosts().exists()
+
+
+def test_cluster_test_at_a_terminal_reports_the_untrusted_key_once_when_it_is_refused(cluster_profile_for,
+                                                                                       sshd_server):
+    save_profile(cluster_profile_for(sshd_server, name="lab", trust=False))
+    read, answer, finish = _terminal_session(["cluster", "test", "lab"])
+    assert "failed" not in read("Trust this key and remember it?")
+    answer("n")
+    output, status = finish()
+    assert status == 1
+    after = output.split("remember it?", 1)[1]
+    assert after.count("failed  connect") == 1 and "skipped" in after
+    assert "workbench: 1 of 7 checks failed for lab (see above)." in after
+    assert not workbench_known_hosts().exists()

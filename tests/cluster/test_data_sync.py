@@ -112,6 +112,20 @@ def test_settings_with_a_wrong_type_or_a_path_outside_the_project_are_refused(tm
     assert [(ref.name, ref.remote_path) for ref in settings.refs] == [("data/big", "/shared/big")]
 
 
+def test_the_readme_documents_the_cluster_table_with_an_example_the_settings_accept(tmp_path):
+    import re
+    import tomllib
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### The `[cluster]` table of `workbench.toml`", 1)[1].split("\n## ", 1)[0]
+    example = tomllib.loads(re.search(r"```toml\n(.*?)```", section, re.S).group(1))
+    assert set(example["cluster"]) == {"data", "exclude", "data_refs"}
+    settings = read_data_settings(example, tmp_path)
+    assert settings.data and settings.exclude and settings.refs
+    for key in example["cluster"]:
+        assert f"- **`{key}`**" in section, key
+
+
 def test_selection_reports_every_file_it_leaves_out_with_the_reason(tmp_path, monkeypatch):
     project = make_project(tmp_path / "p")
     write(project / "data" / "keep.bin", b"k")

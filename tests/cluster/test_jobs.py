@@ -5,7 +5,10 @@ pulled, with a "cluster" that is this machine (commands run by bash, files read 
 from __future__ import annotations
 
 import os
+import shlex
+import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,7 +18,7 @@ import pytest
 from workbench.cluster.errors import ClusterError
 from workbench.cluster.jobs import JobSpec, JobState, Resources
 from workbench.cluster.mirror import LogMirror, pull_products, start_mirror_at
-from workbench.cluster.slurm import SlurmBackend, parse_scontrol
+from workbench.cluster.slurm import NODE_SHELL, SlurmBackend, parse_scontrol
 from workbench.cluster.ssh_backend import SshBackend
 from workbench.training.metrics import read_metrics
 from workbench.training.run_folder import RunFolder
@@ -48,7 +51,8 @@ def test_the_sbatch_script_asks_for_the_resources_and_runs_torchrun_through_srun
         "--chdir=/w/runs/r1/code", "--output=/w/runs/r1/stdout.log", "--error=/w/runs/r1/stderr.log",
         "--open-mode=append"]
     srun = next(line for line in script.splitlines() if line.startswith("srun "))
-    assert srun == ('srun --kill-on-bad-exit=1 python3 -m torch.distributed.run "--nnodes=$SLURM_NNODES" '
+    assert srun == (f"srun --kill-on-bad-exit=1 bash -c {shlex.quote(NODE_SHELL)} workbench-node "
+                    'python3 -m torch.distributed.run "--nnodes=$SLURM_NNODES" '
                     '--nproc_per_node=4 "--rdzv_id=$SLURM_JOB_ID" --rdzv_backend=c10d "--rdzv_endpoint=$head:$port" '
                     'train.py --hparams /w/runs/r1/digits.hparams &')
     assert 'head=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)' in script
@@ -61,10 +65,57 @@ def test_the_sbatch_script_asks_for_the_resources_and_runs_torchrun_through_srun
 
 def test_on_cpus_one_process_a_node_unless_processes_are_asked_for():
     defaults = SlurmBackend().script(spec())
-    assert "--nproc_per_node=1 " in defaults and "--gpus-per-node" not in defaults
+    assert "--gpus-per-node" not in defaults
     assert [o for o in sbatch_options(defaults) if o.startswith(("--mem", "--time", "--partition"))] == []
     assert "--nproc_per_node=4 " in SlurmBackend().script(spec(cpus=4, processes_per_node=4))
+    assert "--nproc_per_node=1 " in SlurmBackend().script(spec(nodes=2))
     assert Resources(nodes=3, gpus_per_node=2).world_size == 6
+
+
+def test_a_single_process_job_runs_the_script_itself_without_torchrun():
+    script = SlurmBackend().script(spec(gpus_per_node=1))
+    srun = next(line for line in script.splitlines() if line.startswith("srun "))
+    assert srun == "srun --kill-on-bad-exit=1 python3 train.py --hparams /w/runs/r1/digits.hparams &"
+    assert "torch.distributed.run" not in script and "scontrol show hostnames" not in script
+
+
+def test_the_shell_around_torchrun_turns_the_stop_signal_into_sigterm_to_the_workers_only(tmp_path):
+    """NODE_SHELL on this machine, around a stand-in for torchrun that starts two workers: the
+    stop signal (SIGUSR2) reaches every process, as Slurm sends it to a whole step; the
+    launcher ignores it and the workers get SIGTERM, exit 0, and the launcher with them."""
+    worker = tmp_path / "worker.py"
+    worker.write_text(
+        "import os, signal, sys, time\n"
+        "signal.signal(signal.SIGTERM, lambda *a: (os.write(1, b'worker stopped\\n'), sys.exit(0)))\n"
+        "os.write(1, b'worker ready\\n')\n"
+        "time.sleep(60)\n"
+        "sys.exit(3)\n")
+    launcher = tmp_path / "launcher.py"
+    launcher.write_text(
+        "import signal, subprocess, sys\n"
+        "signal.signal(signal.SIGTERM, lambda *a: sys.exit('launcher got SIGTERM'))\n"
+        f"workers = [subprocess.Popen([sys.executable, {str(worker)!r}], start_new_session=True) for _ in range(2)]\n"
+        "sys.exit(max(w.wait() for w in workers))\n")
+    shell = subprocess.Popen(["bash", "-c", NODE_SHELL, "workbench-node", sys.executable, str(launcher)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    assert [shell.stdout.readline() for _ in range(2)] == ["worker ready\n"] * 2
+    tree = [shell.pid, *_descendants(shell.pid)]
+    assert len(tree) == 4  # the shell, the launcher and its two workers
+    for pid in tree:
+        os.kill(pid, signal.SIGUSR2)
+    output, errors = shell.communicate(timeout=20)
+    assert shell.returncode == 0, errors
+    assert output.count("worker stopped") == 2 and "launcher got SIGTERM" not in errors
+
+
+def _descendants(pid: int) -> list[int]:
+    found, pending = [], [pid]
+    while pending:
+        parent = pending.pop()
+        children = subprocess.run(["pgrep", "-P", str(parent)], capture_output=True, text=True).stdout.split()
+        found += [int(child) for child in children]
+        pending += [int(child) for child in children]
+    return found
 
 
 def test_resources_a_scheduler_cannot_take_are_refused_before_anything_is_sent():
@@ -158,6 +209,9 @@ def test_stop_signals_the_steps_not_srun_and_leaves_a_marker_for_a_job_still_set
     conn = Answers(touch=(0, ""))
     SlurmBackend().stop(conn, "7", "/w/runs/r1")
     assert conn.commands == ["touch /w/runs/r1/stop-requested; scancel --signal=TERM 7"]
+    conn = Answers(touch=(0, ""))
+    SlurmBackend().stop(conn, "7", "/w/runs/r1", processes=4)
+    assert conn.commands == ["touch /w/runs/r1/stop-requested; scancel --signal=USR2 7"]
     conn = Answers(scancel=(0, ""))
     SlurmBackend().cancel(conn, "7")
     assert conn.commands == ["scancel 7"]
@@ -243,6 +297,100 @@ def test_a_detached_job_on_a_plain_host_runs_records_its_status_and_can_be_stopp
     backend.cancel(conn, group, str(remote))
     gone = wait_for_end(backend, conn, group, remote)
     assert gone.state == "unknown" and not (remote / "exit_code").exists()
+
+
+def test_a_stop_of_several_processes_on_a_plain_host_ends_the_job_cleanly(tmp_path):
+    """Under torchrun the workers are signalled, not torchrun: they exit 0 and so does the job,
+    with no traceback."""
+    remote = tmp_path / "remote"
+    (remote / "code").mkdir(parents=True)
+    (remote / "code" / "train.py").write_text(
+        "import os, signal, sys, time\n"
+        "rank = os.environ['RANK']\n"
+        "signal.signal(signal.SIGTERM, lambda *a: (print(f'rank {rank} stopping', flush=True), sys.exit(0)))\n"
+        "print(f'rank {rank} training', flush=True)\n"
+        "time.sleep(60)\n"
+        "sys.exit(3)\n")
+    job = JobSpec(run_id="r1", remote_run_dir=str(remote), workdir=str(remote / "code"), script_args=["train.py"],
+                  resources=Resources(processes_per_node=2), python=sys.executable)
+    backend, conn = SshBackend(), ThisMachine()
+    group = backend.submit(conn, job)
+    deadline = time.monotonic() + 60
+    while (remote / "stdout.log").read_text().count(" training") < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    backend.stop(conn, group, str(remote), processes=2)
+    stopped = wait_for_end(backend, conn, group, remote, timeout=60)
+    errors = (remote / "stderr.log").read_text()
+    assert (stopped.state, stopped.exit_code) == ("completed", 0), errors
+    output = (remote / "stdout.log").read_text()
+    assert output.count("rank 0 stopping") == 1 and output.count("rank 1 stopping") == 1, output
+    assert "Traceback" not in errors and "SignalException" not in errors
+
+
+class SlurmOnThisMachine(ThisMachine):
+    """This machine as the cluster (its files, bash), with Slurm's answers about job 7 played from
+    ``answers``: one (squeue line, scontrol record) pair each time the job is asked about while it
+    is queued, then ``after_scancel`` once it has been cancelled."""
+
+    def __init__(self, answers: list[tuple[str, str]], after_scancel: list[tuple[str, str]]):
+        self.answers, self.after_scancel = list(answers), list(after_scancel)
+        self.commands: list[str] = []
+
+    def run(self, command, timeout=None, check=True):
+        self.commands.append(command)
+        if command.startswith("scancel"):
+            self.answers = self.after_scancel
+            return SimpleNamespace(code=0, stdout="", stderr="")
+        if command.startswith("squeue"):
+            line, record = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+            return SimpleNamespace(code=0, stdout=f"{line}--squeue 0\n{record}--scontrol 0\n", stderr="")
+        return super().run(command, timeout, check)
+
+    def close(self):
+        pass
+
+
+WOUND_UP = [("COMPLETING|None\n", ""), ("", "JobId=7 JobState=CANCELLED Reason=None ExitCode=0:15\n")]
+FORGOTTEN = [("", "")]
+
+
+@pytest.mark.parametrize("request_file, after_scancel", [("stop-requested", WOUND_UP),
+                                                         ("terminate-requested", WOUND_UP),
+                                                         ("stop-requested", FORGOTTEN)])
+def test_a_job_cancelled_while_pending_has_no_duration(tmp_path, request_file, after_scancel):
+    """Cancelled while its nodes were being set up (CONFIGURING, pending to the user), a job goes
+    through COMPLETING; or Slurm has forgotten it by the time it is looked at. Either way it never
+    ran, so the run has no start and no duration."""
+    from click.testing import CliRunner
+
+    from workbench.cli import cli
+    from workbench.cluster.follower import Follower
+    from workbench.training.run_info import RunInfo
+    from workbench.training.service import RunService
+
+    project = tmp_path / "project"
+    folder = RunFolder(project / "runs" / "20260101-120000-000")
+    folder.path.mkdir(parents=True)
+    (project / "workbench.toml").write_text('[project]\nname = "p"\n\n[training]\nscript = "train.py"\n')
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    for name in ("stdout.log", "stderr.log"):
+        (folder.path / name).touch()
+        (remote / name).touch()
+    folder.write_info(RunInfo(id=folder.id, state="pending", run_dir=str(folder.path), project_dir=str(project),
+                              created_at=time.time(), backend="slurm", cluster="hpc", job_id="7",
+                              remote_run_dir=str(remote)))
+    start_mirror_at(folder)
+    (folder.path / request_file).touch()
+    slurm = SlurmOnThisMachine([("CONFIGURING|None\n", "")], after_scancel)
+
+    assert Follower(folder, connect=lambda info, _folder: slurm).run() == 0
+
+    done = RunService(project).get(folder.id)
+    assert any(command.startswith("scancel 7") for command in slurm.commands)
+    assert done.state == "cancelled" and done.started_at is None and done.duration is None
+    listed = CliRunner().invoke(cli, ["runs", "list", str(project)])
+    assert listed.output.splitlines()[1].split()[:3] == [folder.id, "cancelled", "-"], listed.output
 
 
 # ---------------------------------------------------------------------------------------------

@@ -3,14 +3,16 @@ panel with its cluster columns, its model notice and Pull Products, through the 
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from PySide6.QtWidgets import QFrame
 
 from tests.cluster_widgets.conftest import TIMEOUT_MS, profile_values, screenshot, trust_host
+from workbench.cluster.last_choice import read_choice
 from workbench.cluster.profiles import ClusterProfile, save_profile
 from workbench.cluster.widgets import commands_of
-from workbench.cluster.widgets.last_choice import read_choice
 from workbench.training.widgets import panel_of, session_of
 
 
@@ -160,7 +162,7 @@ def test_a_start_that_fails_on_the_cluster_shows_the_services_message_and_can_be
 
 def test_the_dialog_takes_the_profile_last_used_here_and_each_profiles_resources(
         qtbot, open_window, project, sshd_server, tmp_path):
-    from workbench.cluster.widgets.last_choice import remember_choice
+    from workbench.cluster.last_choice import remember_choice
 
     trust_host(sshd_server)
     save_profile(ClusterProfile(**profile_values(sshd_server, tmp_path / "remote")))
@@ -186,6 +188,25 @@ def test_the_dialog_takes_the_profile_last_used_here_and_each_profiles_resources
         pass
     assert dialog.values()[:2] == ("box", {"nodes": 1, "gpus_per_node": 0, "cpus": 1, "mem": "", "time": "",
                                            "partition": "", "account": "", "qos": ""})
+    dialog.reject()
+
+
+def test_the_dialog_takes_the_profile_a_run_was_last_started_on_from_the_command_line(
+        qtbot, open_window, project, sshd_server, tmp_path):
+    trust_host(sshd_server)
+    save_profile(ClusterProfile(**profile_values(sshd_server, tmp_path / "remote", name="aaa")))
+    save_profile(ClusterProfile(**profile_values(sshd_server, tmp_path / "remote")))
+    started = subprocess.run([sys.executable, "-m", "workbench", "train", str(project), "--cluster", "box",
+                              "--cpus", "2", "--set", "stop_at_step=3", "--detach"],
+                             capture_output=True, text=True, timeout=120)
+    assert started.returncode == 0, started.stderr
+    window = open_window(project)
+
+    dialog = open_run_dialog(qtbot, window)
+
+    assert dialog.profile.currentText() == "box" and dialog.cpus.value() == 2
+    assert dialog.hparams.currentText() == "hparams/tiny.hparams"
+    assert dialog.overrides.toPlainText() == "stop_at_step=3"
     dialog.reject()
 
 

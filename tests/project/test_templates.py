@@ -117,3 +117,62 @@ def test_created_project_loads_again_the_same(tmp_path):
 def test_unwritable_parent_folder_is_a_clear_error():
     with pytest.raises(ProjectError, match="Cannot write in /proc"):
         create_from_template("empty", Path("/proc") / "new-project")
+
+
+# ---------------------------------------------------------------------------------------------
+# The new project as a Git repository
+
+
+def _git(root: Path, *args: str) -> str:
+    import subprocess
+
+    return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture
+def own_git_config(tmp_path, monkeypatch):
+    """Git reads no configuration of the person running the tests, and no identity from the
+    environment: a test sets what it needs."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir()
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for role in ("AUTHOR", "COMMITTER"):
+        for part in ("NAME", "EMAIL"):
+            monkeypatch.delenv(f"GIT_{role}_{part}", raising=False)
+    return tmp_path / "home"
+
+
+def test_a_project_made_outside_git_is_a_repository_with_the_template_as_its_first_commit(tmp_path,
+                                                                                        own_git_config):
+    _git(own_git_config, "config", "--global", "user.name", "Ada Tester")
+    _git(own_git_config, "config", "--global", "user.email", "ada@example.com")
+
+    root = create_from_template("digits", tmp_path / "digits").root
+
+    assert _git(root, "rev-parse", "--show-toplevel").strip() == str(root)
+    assert _git(root, "log", "--format=%an <%ae>|%cn <%ce>|%s").splitlines() == [
+        "Ada Tester <ada@example.com>|Ada Tester <ada@example.com>|New project from the digits template"]
+    assert _git(root, "status", "--porcelain", "--untracked-files=all") == ""
+    tracked = set(_git(root, "ls-files").split())
+    assert {"train.py", "model.py", "data.py", ".gitignore", "workbench.toml", "hparams/digits.hparams"} <= tracked
+    assert _git(root, "symbolic-ref", "--short", "HEAD").strip() == "main"
+
+
+def test_without_a_git_identity_only_the_first_commit_is_signed_by_workbench(tmp_path, own_git_config):
+    root = create_from_template("empty", tmp_path / "notes").root
+
+    assert _git(root, "log", "--format=%an <%ae>|%cn <%ce>") == \
+        "Workbench <workbench@localhost>|Workbench <workbench@localhost>\n"
+    assert "user." not in _git(root, "config", "--local", "--list")
+
+
+def test_a_project_made_inside_a_repository_is_left_to_that_repository(tmp_path, own_git_config):
+    outer = tmp_path / "work"
+    outer.mkdir()
+    _git(outer, "init", "-q")
+
+    root = create_from_template("empty", outer / "notes").root
+
+    assert not (root / ".git").exists()
+    assert _git(root, "rev-parse", "--show-toplevel").strip() == str(outer)
+    assert _git(outer, "status", "--porcelain") == "?? notes/\n"

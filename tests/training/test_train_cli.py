@@ -130,6 +130,28 @@ def test_runs_commands_say_in_one_line_what_is_wrong(project):
     assert "train" in workbench("--help").stdout and workbench("runs", "--help").returncode == 0
 
 
+def test_runs_commands_take_the_project_before_the_run_as_train_does(project, tmp_path):
+    _set(project, "stop_at_step=2\nstep_seconds=0\n")
+    info = RunService(project).wait(RunService(project).start().id, timeout=30)
+
+    code, output = invoke("runs", "list", str(project))
+    assert code == 0 and output.splitlines()[1].split()[:2] == [info.id, "completed"]
+    code, output = invoke("runs", "show", str(project), info.id[:-3], "--json")
+    assert code == 0 and json.loads(output)["id"] == info.id
+    code, output = invoke("runs", "logs", str(project), info.id)
+    assert code == 0 and "step=2 loss=" in output
+    # --project stays, with RUN before or after it; given both ways, it must be the same folder.
+    for args in (["show", info.id, "--project", str(project)], ["show", "--project", str(project), info.id],
+                 ["show", str(project), info.id, "--project", str(project)]):
+        code, output = invoke("runs", *args, "--json")
+        assert code == 0 and json.loads(output)["id"] == info.id, args
+
+    result = CliRunner().invoke(cli, ["runs", "show", str(project)])
+    assert result.exit_code == 2 and "Missing argument 'RUN'" in result.output
+    result = CliRunner().invoke(cli, ["runs", "show", str(tmp_path), info.id, "--project", str(project)])
+    assert result.exit_code == 2 and "Two projects were given" in result.output
+
+
 def test_a_refused_start_prints_every_problem_and_the_warnings(project):
     (project / "bad.hparams").write_text("stop_at_step=5\nstop_at_step=6\noptimizer=adamm\nlerning_rate=0.1\n")
     result = workbench("train", str(project), "--hparams", str(project / "bad.hparams"))
@@ -195,3 +217,40 @@ def test_a_run_stopped_while_starting_is_told_as_not_resumable(project):
     code, output = invoke("runs", "show", info.id, "--project", str(project))
     assert "state:          stopped" in output and "can resume:     no" in output
     assert "error:          stopped before its first checkpoint, so it cannot be resumed; start it again" in output
+
+
+def test_the_progress_of_a_cluster_start_redraws_one_line_on_a_terminal_and_is_sparse_elsewhere():
+    import io
+
+    from workbench.cluster.remote_run import RunProgress
+    from workbench.training.cli import PROGRESS_EVERY_S, StagePrinter
+
+    def sync(done: int, total: int = 80) -> RunProgress:
+        return RunProgress(f"Syncing data: 0 of 1 files, {done} MB of {total} MB", done / total, stage="data")
+
+    screen = io.StringIO()
+    terminal = StagePrinter(screen, interactive=True)
+    terminal(RunProgress("Uploading the code", 0.2, stage="code"))
+    for done in range(0, 81, 10):
+        terminal(sync(done))
+    terminal.close()
+    text = screen.getvalue()
+    assert text.count("\n") == 2 and text.count("\r") == 10 and text.endswith("80 MB of 80 MB\x1b[K\n")
+
+    now = [0.0]
+    log = io.StringIO()
+    elsewhere = StagePrinter(log, interactive=False, clock=lambda: now[0])
+    for done in range(0, 81):   # one report a megabyte, a tenth of a second apart
+        elsewhere(sync(done))
+        now[0] += 0.1
+    lines = log.getvalue().splitlines()
+    assert [line.split(", ")[-1] for line in lines] == ["0 MB of 80 MB", "20 MB of 80 MB", "40 MB of 80 MB",
+                                                        "60 MB of 80 MB", "80 MB of 80 MB"]
+    log.truncate(0)
+    log.seek(0)
+    slow = StagePrinter(log, interactive=False, clock=lambda: now[0])
+    for done in range(0, 12):   # a slow link: a megabyte every PROGRESS_EVERY_S / 5 seconds
+        slow(sync(done, 100))
+        now[0] += PROGRESS_EVERY_S / 5
+    assert [line.split(", ")[-1] for line in log.getvalue().splitlines()] == ["0 MB of 100 MB", "5 MB of 100 MB",
+                                                                             "10 MB of 100 MB"]

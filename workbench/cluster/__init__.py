@@ -52,6 +52,10 @@ _WHERE = {
     "start_cluster_run": "remote_run",
     "resume_cluster_run": "remote_run",
     "pull": "remote_run",
+    "active_runs_on": "remote_run",
+    "LastChoice": "last_choice",
+    "read_choice": "last_choice",
+    "remember_choice": "last_choice",
 }
 
 __all__ = sorted(_WHERE)
@@ -75,7 +79,9 @@ if TYPE_CHECKING:
     from workbench.cluster.code_sync import CodeSnapshot, ship_code, ship_trainkit
     from workbench.cluster.data_sync import SyncPlan, SyncProgress, SyncReport, plan_sync, sync_data
     from workbench.cluster.jobs import JobState, Resources, get_backend
-    from workbench.cluster.remote_run import STAGES, RunProgress, pull, resume_cluster_run, start_cluster_run
+    from workbench.cluster.last_choice import LastChoice, read_choice, remember_choice
+    from workbench.cluster.remote_run import (STAGES, RunProgress, active_runs_on, pull, resume_cluster_run,
+                                              start_cluster_run)
     from workbench.cluster.connection import ClusterConnection, CommandResult, forget_passphrase, store_passphrase
     from workbench.cluster.errors import (AuthenticationFailed, ClusterError, CommandFailed, CommandTimedOut,
                                           ConnectionLost, HostKeyChanged, UnknownHostKey)

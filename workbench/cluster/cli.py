@@ -164,12 +164,40 @@ def show_command(name: str, as_json: bool) -> None:
 
 @cluster_group.command("remove")
 @_NAME
-def remove_command(name: str) -> None:
-    """Remove the cluster profile NAME (runs made with it stay)."""
-    from workbench.cluster.profiles import remove_profile
+@click.option("--yes", "-y", is_flag=True, help="Remove it without asking, even while runs still use it.")
+def remove_command(name: str, yes: bool) -> None:
+    """Remove the cluster profile NAME (runs made with it stay).
 
+    Runs still active on it, in the projects opened recently or the one here, are listed first,
+    and you are asked whether to remove it all the same."""
+    from workbench.cluster.profiles import get_profile, remove_profile
+    from workbench.cluster.remote_run import active_runs_on
+
+    get_profile(name)  # a missing profile is named with the existing ones before anything else
+    active = active_runs_on(name, _projects_in_use())
+    if active and not yes:
+        click.echo(f"{len(active)} run(s) still use {name}:")
+        for info in active:
+            click.echo(f"  {info.id}  {info.state:<9} {info.project_dir}")
+        click.echo("They go on there, followed with the copy of the profile kept in each run folder, but resuming "
+                   "them needs the profile.")
+        click.confirm(f"Remove the cluster profile {name} anyway?", default=False, abort=True)
     remove_profile(name)
     click.echo(f"Removed the cluster profile {name}.")
+
+
+def _projects_in_use() -> list[Path]:
+    """The projects whose runs a change of profile may concern: those opened recently (an open
+    project is among them) and the one that holds the current folder."""
+    from workbench.project import RecentProjects
+
+    projects = [recent.path for recent in RecentProjects().list() if recent.exists]
+    here = Path.cwd()
+    for folder in (here, *here.parents):
+        if (folder / "workbench.toml").is_file():
+            projects.append(folder)
+            break
+    return projects
 
 
 @cluster_group.command("test")
@@ -181,21 +209,27 @@ def test_command(name: str, trust: bool, as_json: bool) -> None:
     """Check that the cluster NAME is ready for runs: connection, folders, git, Python and
     torch, and the scheduler. Prints each check with what to do when it failed; exits 1 then."""
     from workbench.cluster.checks import check_profile
-    from workbench.cluster.errors import ClusterError, UnknownHostKey
+    from workbench.cluster.errors import ClusterError
     from workbench.cluster.host_keys import remember_host_key
     from workbench.cluster.profiles import get_profile
 
     profile = get_profile(name)
     if not as_json:
         click.echo(f"Testing {name} ({profile.destination})")
-    on_check = None if as_json else _print_check
-    checks = check_profile(profile, accept_new_host=trust, on_check=on_check)
-    unknown = checks[0].error if isinstance(checks[0].error, UnknownHostKey) else None
-    if unknown is not None and not as_json and sys.stdin.isatty():
-        click.echo(f"The host key of {unknown.host} has the fingerprint {unknown.fingerprint}.")
+    # At a terminal, a host key seen for the first time is asked about before any check is shown.
+    report = None if as_json else _CheckReport(hold_unknown_host=not trust and sys.stdin.isatty())
+    checks = check_profile(profile, accept_new_host=trust, on_check=report)
+    if report is not None and report.held:
+        unknown = report.held[0].error
+        kind = f"{unknown.key_type} " if unknown.key_type else ""
+        click.echo(f"The authenticity of host {_host_and_port(unknown.host, unknown.port)} can't be established.")
+        click.echo(f"Its {kind}key fingerprint is {unknown.fingerprint}.")
         if click.confirm("Trust this key and remember it?", default=False):
             remember_host_key(unknown)
-            checks = check_profile(profile, on_check=on_check)
+            report = _CheckReport(hold_unknown_host=False)
+            checks = check_profile(profile, on_check=report)
+        else:
+            report.show_held()
     failed = [c for c in checks if not c.ok and not c.skipped]
     if as_json:
         _emit([{"name": c.name, "ok": c.ok, "skipped": c.skipped, "detail": c.detail, "advice": c.advice}
@@ -244,6 +278,33 @@ def _check_unlocks(key_file: Path, passphrase: str) -> None:
         raise ClusterError(f"The key file {key_file} does not exist.") from None
     except Exception:
         raise ClusterError(f"That passphrase does not unlock {key_file}; nothing was stored.") from None
+
+
+class _CheckReport:
+    """Prints each check as it ends. With ``hold_unknown_host``, a connection stopped by a host
+    key seen for the first time is held back, with the checks skipped after it, so that the user
+    is asked about the key first; ``show_held`` prints them when the key is not trusted."""
+
+    def __init__(self, hold_unknown_host: bool):
+        self._hold = hold_unknown_host
+        self.held: list = []
+
+    def __call__(self, check) -> None:
+        from workbench.cluster.errors import UnknownHostKey
+
+        if self.held or (self._hold and isinstance(check.error, UnknownHostKey)):
+            self.held.append(check)
+            return
+        _print_check(check)
+
+    def show_held(self) -> None:
+        for check in self.held:
+            _print_check(check)
+        self.held = []
+
+
+def _host_and_port(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _print_check(check) -> None:

@@ -24,6 +24,7 @@ connection, paramiko) are imported here.
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import os
 import signal
@@ -40,7 +41,10 @@ from workbench.cluster.jobs import (
     FAILED as JOB_FAILED,
     PENDING as JOB_PENDING,
     RUNNING as JOB_RUNNING,
+    UNKNOWN as JOB_UNKNOWN,
+    WINDING_UP,
     JobState,
+    Resources,
     get_backend,
 )
 from workbench.cluster.mirror import LogMirror, local_outputs, pull_products, read_mirror_state
@@ -228,19 +232,20 @@ class Follower:
 
     def _send_requests(self, conn) -> None:
         job = (conn, self.info.job_id, self.info.remote_run_dir)
+        stop = functools.partial(self.backend.stop, processes=Resources.from_json(self.info.resources).world_size)
         if not self._terminate_sent and self.folder.terminate_requested.exists():
             self._request("terminate", self.backend.cancel, *job)
             self._terminate_sent, self._ask_until = True, time.monotonic() + REQUEST_FOLLOW_S
         elif self._stop_sent and self._resend_stop_at is not None and time.monotonic() >= self._resend_stop_at \
                 and self.info.state == STOPPING and not self.folder.terminate_requested.exists():
-            self._request("stop", self.backend.stop, *job)
+            self._request("stop", stop, *job)
             self._resend_stop_at = time.monotonic() + self.backend.stop_resend_s
         elif not self._stop_sent and self.folder.stop_requested.exists():
             if self.info.state == PENDING:
                 # A job that has not started has nothing to save: it leaves the queue.
                 self._request("stop", self.backend.cancel, *job)
             else:
-                self._request("stop", self.backend.stop, *job)
+                self._request("stop", stop, *job)
             self._stop_sent, self._ask_until = True, time.monotonic() + REQUEST_FOLLOW_S
             resend = getattr(self.backend, "stop_resend_s", None)
             self._resend_stop_at = None if resend is None else time.monotonic() + resend
@@ -269,7 +274,7 @@ class Follower:
                 self.info.state = PENDING
             elif job.state == JOB_RUNNING:
                 self.info.state = RUNNING
-        if job.state == JOB_RUNNING:
+        if job.state == JOB_RUNNING and job.scheduler_state not in WINDING_UP:
             now = time.time()
             if self.info.started_at is None:
                 self.info.started_at = now
@@ -294,7 +299,9 @@ class Follower:
         else:
             info.exit_code = job.exit_code
         info.ended_at = time.time()
-        if info.started_at is None and info.state != CANCELLED:
+        if info.started_at is None and job.state in (JOB_COMPLETED, JOB_FAILED):
+            # It ran (it has an exit status) between two looks: a duration of about nothing. A job
+            # never seen running that was cancelled, or whose end is unknown, never trained.
             info.started_at = info.ended_at
         info.final_metrics = final_metrics(self.folder.metrics)
         info.products = local_outputs(self.folder)
@@ -306,7 +313,7 @@ class Follower:
         if self.folder.terminate_requested.exists():
             return (CANCELLED if self.info.backend == "slurm" else TERMINATED), ""
         if self.folder.stop_requested.exists():
-            if job.state == JOB_CANCELLED and self.info.started_at is None:
+            if job.state in (JOB_CANCELLED, JOB_UNKNOWN) and self.info.started_at is None:
                 return CANCELLED, "stopped before it started: the job left the queue"
             if self.folder.latest_checkpoint() is None:
                 return STOPPED, NOT_RESUMABLE_STOP

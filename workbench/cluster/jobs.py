@@ -28,6 +28,10 @@ CANCELLED = "cancelled"
 UNKNOWN = "unknown"   # the job is gone and nothing says how it ended
 JOB_STATES = (PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, UNKNOWN)
 JOB_END_STATES = frozenset({COMPLETED, FAILED, CANCELLED, UNKNOWN})
+# The scheduler's words for a job that is ending but not yet over (state RUNNING): they say
+# nothing of whether it ever ran, as a pending job cancelled once its nodes were allocated goes
+# through them too.
+WINDING_UP = frozenset({"COMPLETING", "STAGE_OUT"})
 
 SCRIPT_NAME = "job.sh"
 EXIT_CODE_FILE = "exit_code"
@@ -168,7 +172,7 @@ class JobBackend(Protocol):
 
     def quick_state(self, sftp: Any, job_id: str, remote_run_dir: str) -> JobState | None: ...
 
-    def stop(self, conn: Any, job_id: str, remote_run_dir: str = "") -> None: ...
+    def stop(self, conn: Any, job_id: str, remote_run_dir: str = "", processes: int = 1) -> None: ...
 
     def cancel(self, conn: Any, job_id: str, remote_run_dir: str = "") -> None: ...
 

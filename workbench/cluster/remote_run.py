@@ -446,6 +446,30 @@ def request_terminate(info: RunInfo, wait: float = TERMINATE_WAIT_S) -> RunInfo:
     return current
 
 
+def active_runs_on(profile_name: str, project_dirs) -> list[RunInfo]:
+    """The runs of the projects at ``project_dirs`` that are still active (starting, pending,
+    running or stopping, as their run folders last recorded) on the cluster of profile
+    ``profile_name``. Projects that are gone or cannot be read are passed over; nothing is
+    written."""
+    from workbench.training.run_folder import is_run_id, runs_dir
+
+    found = []
+    for project_dir in dict.fromkeys(Path(path).expanduser().resolve() for path in project_dirs):
+        try:
+            names = sorted(entry.name for entry in os.scandir(runs_dir(project_dir))
+                           if entry.is_dir() and is_run_id(entry.name))
+        except OSError:
+            continue
+        for name in names:
+            try:
+                info = RunFolder(runs_dir(project_dir) / name).read_info()
+            except (TrainingError, OSError):
+                continue
+            if info.is_cluster and info.cluster == profile_name and info.is_active:
+                found.append(info)
+    return found
+
+
 def _require_active(info: RunInfo, verb: str) -> None:
     if not info.is_active:
         raise TrainingError(f"Run {info.id} is not running (it is {info.state}), so there is nothing to {verb}.")
@@ -490,21 +514,37 @@ def pull(info: RunInfo, progress=None, cancel: CancelToken | None = None, connec
 
 
 def resume_cluster_run(info: RunInfo, new_run: bool = False, overrides=(), *, progress=None,
-                       cancel: CancelToken | None = None, connection=None) -> RunInfo:
-    """Continue a cluster run from its last checkpoint with a new job on the same cluster: in the
-    same run (its remote folder, code and logs) or as a new run (the project's current code,
-    the run's hyper-parameters with ``overrides``). The checkpoint is the one pulled last; it is
-    uploaded when the cluster no longer has it."""
+                       cancel: CancelToken | None = None, connection=None, cluster: str | None = None,
+                       resources: Resources | dict | None = None) -> RunInfo:
+    """Continue a run from its last checkpoint with a new job on a cluster: a cluster run in the
+    same run (its remote folder, code and logs), or any run as a new run (the project's current
+    code, the run's hyper-parameters with ``overrides``). The checkpoint is the one pulled last;
+    it is uploaded when the cluster does not have it.
+
+    A new run trains on the cluster of profile ``cluster`` (default: the run's own) with the
+    run's resources, those given in ``resources`` (Resources, or a dict of some of its fields)
+    changed. On another cluster, the run's partition, account and QoS are not carried over: the
+    profile's defaults apply unless ``resources`` names them."""
     from workbench.training.local_runner import _more_epochs, keep_metrics_up_to
 
     overrides = list(overrides)
     if info.is_active:
         raise TrainingError(f"Run {info.id} is still {info.state}. Stop it before resuming it.")
+    if not new_run and (cluster or resources):
+        raise TrainingError(f"Run {info.id} goes on in the same run only where it ran, with its resources: resume it "
+                            f"as a new run to train on another cluster or with other resources "
+                            f"(`workbench runs resume {info.id} --new --cluster NAME`).")
+    if not new_run and not info.is_cluster:
+        raise TrainingError(f"Run {info.id} ran on this machine: it goes on on a cluster only as a new run.")
+    if not (cluster or info.is_cluster):
+        raise TrainingError(f"Run {info.id} ran on this machine: resources are for a run on a cluster. Name the "
+                            "cluster to go on there (`--cluster NAME`).")
     folder = RunFolder(info.run_dir)
     latest = folder.latest_checkpoint()
     if latest is None:
-        raise TrainingError(f"Run {info.id} has no checkpoint to resume from (none was pulled from the cluster; "
-                            f"`workbench runs pull {info.id}` fetches them). Start a new run instead.")
+        where = f" (none was pulled from the cluster; `workbench runs pull {info.id}` fetches them)" \
+            if info.is_cluster else ""
+        raise TrainingError(f"Run {info.id} has no checkpoint to resume from{where}. Start a new run instead.")
     if not new_run and info.state == COMPLETED:
         raise TrainingError(f"Run {info.id} completed, so it cannot be resumed in the same run. To train it further, "
                             f"resume it as a new run with more epochs: `workbench runs resume {info.id} --new "
@@ -513,13 +553,33 @@ def resume_cluster_run(info: RunInfo, new_run: bool = False, overrides=(), *, pr
         raise TrainingError(f"Changed hyper-parameters ({' '.join(overrides)}) need a new run: resume run "
                             f"{info.id} as a new run (`workbench runs resume {info.id} --new --set …`).")
     step = int(latest.get("step", 0))
+    if new_run:
+        profile = _profile(cluster or info.cluster)
+        return _resume_as_new_run(info, folder, latest, step, overrides, profile, get_backend(profile.scheduler),
+                                  _resumed_resources(info, profile, resources), progress, cancel, connection,
+                                  keep_metrics_up_to)
     profile = _profile(info.cluster)
     backend = get_backend(info.backend)
-    if new_run:
-        return _resume_as_new_run(info, folder, latest, step, overrides, profile, backend, progress, cancel,
-                                  connection, keep_metrics_up_to)
     return _resume_in_place(info, folder, latest, step, profile, backend, progress, cancel, connection,
                             keep_metrics_up_to)
+
+
+def _resumed_resources(old: RunInfo, profile, changes: Resources | dict | None) -> Resources:
+    """What a run resumed as a new run on ``profile``'s cluster asks for: the old run's resources
+    (a local run's processes for one node), its partition, account and QoS only on the same
+    cluster, with ``changes`` on top; refused now when the cluster's backend cannot run them."""
+    if old.is_cluster:
+        values = Resources.from_json(old.resources).to_json()
+    else:
+        values = Resources(processes_per_node=old.nproc if old.nproc > 1 else 0).to_json()
+    if old.cluster != profile.name:
+        values.update(partition="", account="", qos="")
+    if isinstance(changes, Resources):
+        changes = changes.to_json()
+    values.update({key: value for key, value in (changes or {}).items() if key in values and value is not None})
+    resources = Resources(**values).with_profile_defaults(profile).check()
+    get_backend(profile.scheduler).script(_placeholder_job(resources))
+    return resources
 
 
 def _resume_in_place(info, folder, latest, step, profile, backend, progress, cancel, connection,
@@ -574,12 +634,11 @@ def _resume_in_place(info, folder, latest, step, profile, backend, progress, can
         raise
 
 
-def _resume_as_new_run(old, old_folder, latest, step, overrides, profile, backend, progress, cancel, connection,
-                       keep_metrics_up_to) -> RunInfo:
+def _resume_as_new_run(old, old_folder, latest, step, overrides, profile, backend, resources, progress, cancel,
+                       connection, keep_metrics_up_to) -> RunInfo:
     from workbench.training.run_spec import prepare_resume
 
     project_dir = Path(old.project_dir)
-    resources = Resources.from_json(old.resources)
     folder = create_run_folder(project_dir)
     try:
         name = old.hparams_copy or "run.hparams"
@@ -589,7 +648,7 @@ def _resume_as_new_run(old, old_folder, latest, step, overrides, profile, backen
 
             base = folder.path / name
             write_text_atomically(base, format_hparams(old.hparams))
-        spec = prepare_resume(project_dir, old.script, old.nproc, base, old.hparams_file, old.hparams,
+        spec = prepare_resume(project_dir, old.script, resources.world_size, base, old.hparams_file, old.hparams,
                               old.overrides, overrides)
         write_text_atomically(folder.path / spec.hparams_name, spec.hparams_text)
         if old_folder.metrics.exists():
@@ -597,11 +656,11 @@ def _resume_as_new_run(old, old_folder, latest, step, overrides, profile, backen
             # appends the new job's records after them.
             keep_metrics_up_to(old_folder.metrics, step, into=folder.metrics)
         info = RunInfo(id=folder.id, state=STARTING, run_dir=str(folder.path), project_dir=str(project_dir),
-                       script=old.script, hparams_file=old.hparams_file, overrides=spec.overrides, nproc=old.nproc,
-                       created_at=time.time(), resumed_from=f"{old.id}@{step}", hparams=spec.hparams,
-                       hparams_copy=spec.hparams_name, metrics_source=old.metrics_source, backend=old.backend,
-                       cluster=old.cluster, resources=resources.to_json(), supervisor_pid=os.getpid(),
-                       supervisor_start=process_start(os.getpid()))
+                       script=old.script, hparams_file=old.hparams_file, overrides=spec.overrides,
+                       nproc=resources.world_size, created_at=time.time(), resumed_from=f"{old.id}@{step}",
+                       hparams=spec.hparams, hparams_copy=spec.hparams_name, metrics_source=old.metrics_source,
+                       backend=profile.scheduler, cluster=profile.name, resources=resources.to_json(),
+                       supervisor_pid=os.getpid(), supervisor_start=process_start(os.getpid()))
     except BaseException:
         shutil.rmtree(folder.path, ignore_errors=True)
         raise

@@ -1,10 +1,15 @@
 """Jobs on a Slurm cluster: an sbatch script made from the resources, submitted with
 ``sbatch --parsable``, watched with ``squeue`` (and ``scontrol show job`` once squeue no longer
 lists it: there may be no accounting database, so no ``sacct``), stopped with
-``scancel --signal=TERM --full`` and cancelled with ``scancel``.
+``scancel --signal=…`` (its job steps only, never the batch script) and cancelled with ``scancel``.
 
-The script runs one ``torchrun`` per node through ``srun``; the rendezvous is the first node of
-the allocation, on a port taken from the job id so that two jobs sharing a node do not meet.
+A job of one process runs the training script itself through ``srun``; a stop sends it SIGTERM.
+A job of several processes runs one ``torchrun`` per node through ``srun``; the rendezvous is the
+first node of the allocation, on a port taken from the job id so that two jobs sharing a node do
+not meet. torchrun turns a SIGTERM of its own into a traceback and status 1 (though its workers
+stop cleanly), so its stop is SIGUSR2 instead, which a small shell around torchrun on each node
+turns into a SIGTERM to the workers alone: they checkpoint and exit 0, and torchrun with them, as
+a local run stops (``workbench.training.processes.stop_run``).
 """
 
 from __future__ import annotations
@@ -41,6 +46,17 @@ from workbench.cluster.jobs import (
 
 RENDEZVOUS_PORT_BASE = 29500
 RENDEZVOUS_PORT_SPAN = 20000
+# What a stop sends: the trainer itself takes SIGTERM; the shell around torchrun takes SIGUSR2.
+STOP_SIGNAL = "TERM"
+WORKERS_STOP_SIGNAL = "USR2"
+# The shell around torchrun on each node (``bash -c NODE_SHELL workbench-node TORCHRUN…``). torchrun
+# and, through it, the workers start with SIGUSR2 ignored, so it only reaches this shell, which
+# sends SIGTERM to torchrun's children (the workers) and waits on, for torchrun's own status.
+NODE_SHELL = ('trap "" USR2; "$@" & child=$!; '
+              'trap "stopping=1; pkill -TERM -P $child" USR2; '
+              'wait $child; status=$?; '
+              'while [ -n "$stopping" ]; do stopping=; wait $child; status=$?; done; '
+              'exit $status')
 
 _PENDING = {"PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "RESIZING", "SPECIAL_EXIT"}
 _RUNNING = {"RUNNING", "COMPLETING", "SUSPENDED", "STOPPED", "SIGNALING", "STAGE_OUT", "RESV_DEL_HOLD"}
@@ -65,7 +81,7 @@ class SlurmBackend:
 
     def script(self, spec: JobSpec) -> str:
         """The sbatch script of ``spec``: ``#SBATCH`` lines from its resources, the set-up, then
-        ``srun`` running one torchrun a node."""
+        ``srun`` running the training script (one process) or one torchrun a node."""
         resources = spec.resources.check()
         options = [
             f"--job-name={spec.job_name or 'workbench-' + spec.run_id}",
@@ -89,24 +105,29 @@ class SlurmBackend:
         for option in options:
             if "\n" in option or " " in option:
                 raise ClusterError(f"An sbatch option cannot hold spaces or line breaks: {option!r}.")
-        torchrun = [
-            '"--nnodes=$SLURM_NNODES"',
-            f"--nproc_per_node={resources.nproc_per_node}",
-            '"--rdzv_id=$SLURM_JOB_ID"',
-            "--rdzv_backend=c10d",
-            '"--rdzv_endpoint=$head:$port"',
-        ]
-        command = trainer_argv(spec, torchrun)
         lines = ["#!/bin/bash", f"# Workbench run {spec.run_id}: made from the resources asked for, kept in "
                  "the run folder."]
         lines += [f"#SBATCH {option}" for option in options]
         started = shlex.quote(f"{spec.remote_run_dir}/{STARTED_FILE}")
         lines += ["", f'echo "$SLURM_JOB_ID" > {started}']
         lines += [*environment_lines(spec), *setup_lines(spec), *link_lines(spec)]
+        lines.append(f"cd {shlex.quote(spec.workdir)} || exit 1")
+        if resources.world_size == 1:
+            command = trainer_argv(spec, None)
+        else:
+            torchrun = [
+                '"--nnodes=$SLURM_NNODES"',
+                f"--nproc_per_node={resources.nproc_per_node}",
+                '"--rdzv_id=$SLURM_JOB_ID"',
+                "--rdzv_backend=c10d",
+                '"--rdzv_endpoint=$head:$port"',
+            ]
+            command = f"bash -c {shlex.quote(NODE_SHELL)} workbench-node {trainer_argv(spec, torchrun)}"
+            lines += [
+                'head=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
+                f"port=$(( {RENDEZVOUS_PORT_BASE} + SLURM_JOB_ID % {RENDEZVOUS_PORT_SPAN} ))",
+            ]
         lines += [
-            f"cd {shlex.quote(spec.workdir)} || exit 1",
-            'head=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
-            f"port=$(( {RENDEZVOUS_PORT_BASE} + SLURM_JOB_ID % {RENDEZVOUS_PORT_SPAN} ))",
             f"if [ -e {shlex.quote(spec.remote_run_dir + '/' + STOP_FILE)} ]; then "
             f"echo 'workbench: stopped before training began'; status=0; {'; '.join(run_ended_lines(spec))}; fi",
             *wait_lines(f"srun --kill-on-bad-exit=1 {command}"),
@@ -171,17 +192,21 @@ class SlurmBackend:
             return JobState(RUNNING, "", None, 0, "RUNNING")
         return None
 
-    def stop(self, conn: Any, job_id: str, remote_run_dir: str = "") -> None:
-        """SIGTERM to the processes of the job's steps (torchrun and the trainers): the training
-        helpers checkpoint and exit, and the batch script records how they ended.
+    def stop(self, conn: Any, job_id: str, remote_run_dir: str = "", processes: int = 1) -> None:
+        """Ask the job's trainers to checkpoint and exit; the batch script records how they
+        ended. ``processes``: the job's trainer processes in all (its resources' world size).
 
-        Not to the batch script's own processes (``--full``): srun takes a SIGTERM as an order to
-        kill its step at once, before anything is saved. A job still in its set-up has no step
-        yet: the ``stop-requested`` file written first keeps it from starting one, and the
-        follower sends the signal again (``stop_resend_s``) in case the step began meanwhile."""
+        One process: SIGTERM to the job's step, the trainer itself. Several: SIGUSR2 to the
+        steps, which the shell around each node's torchrun turns into SIGTERM to the workers
+        alone (see NODE_SHELL). Never to the batch script's own processes (``--full``): srun
+        takes a SIGTERM as an order to kill its step at once, before anything is saved. A job
+        still in its set-up has no step yet: the ``stop-requested`` file written first keeps it
+        from starting one, and the follower sends the signal again (``stop_resend_s``) in case
+        the step began meanwhile, or torchrun had not started its workers yet."""
         marker = shlex.quote(f"{remote_run_dir}/{STOP_FILE}") if remote_run_dir else ""
         touch = f"touch {marker}; " if marker else ""
-        check_result(conn.run(f"{touch}scancel --signal=TERM {shlex.quote(str(job_id))}", check=False),
+        signal = STOP_SIGNAL if processes <= 1 else WORKERS_STOP_SIGNAL
+        check_result(conn.run(f"{touch}scancel --signal={signal} {shlex.quote(str(job_id))}", check=False),
                      f"stop job {job_id}")
 
     def cancel(self, conn: Any, job_id: str, remote_run_dir: str = "") -> None:

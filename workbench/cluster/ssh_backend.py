@@ -4,8 +4,9 @@
 The script writes ``pid`` (its pid and process group) first and ``exit_code`` last, so the job's
 state is: ended with that status when ``exit_code`` is there, running while its process group is
 alive, else gone without a word (killed, or the host restarted). The job id is the process group.
-Stop sends SIGTERM to the group (the training helpers checkpoint and exit); cancel sends SIGKILL
-to the group and to every process descended from it (torchrun's workers lead groups of their own).
+Stop sends SIGTERM to the group (the training helpers checkpoint and exit), or for several
+processes to torchrun's workers alone, as a local run is stopped; cancel sends SIGKILL to the group
+and to every process descended from it (torchrun's workers lead groups of their own).
 """
 
 from __future__ import annotations
@@ -122,9 +123,19 @@ class SshBackend:
         except OSError:
             return None  # gone, or no /proc: the shell says which
 
-    def stop(self, conn: Any, job_id: str, remote_run_dir: str = "") -> None:
-        """SIGTERM to the job's process group (the script itself ignores it)."""
-        conn.run(f"kill -TERM -- -{_group(job_id)} 2>/dev/null || true", check=False)
+    def stop(self, conn: Any, job_id: str, remote_run_dir: str = "", processes: int = 1) -> None:
+        """SIGTERM to the job's process group (the script itself ignores it). With several
+        ``processes``, to torchrun's workers (the children of the script's child) instead:
+        torchrun turns a SIGTERM of its own into a traceback and status 1, while its workers,
+        signalled themselves, checkpoint and exit 0 and torchrun ends with 0 too. Before
+        torchrun has started its workers, the group is signalled."""
+        group = _group(job_id)
+        if processes <= 1:
+            conn.run(f"kill -TERM -- -{group} 2>/dev/null || true", check=False)
+            return
+        conn.run(f"workers=$(for launcher in $(pgrep -P {group}); do pgrep -P \"$launcher\"; done); "
+                 f"if [ -n \"$workers\" ]; then kill -TERM $workers; else kill -TERM -- -{group}; fi 2>/dev/null; "
+                 "true", check=False)
 
     def cancel(self, conn: Any, job_id: str, remote_run_dir: str = "") -> None:
         """SIGKILL to the group and to every process descended from its leader."""

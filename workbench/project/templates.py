@@ -2,12 +2,15 @@
 
 Each template folder has a ``template.toml`` (``title``, ``description``) that describes it and
 is not copied; everything else is, and the new project's name is written into its
-``workbench.toml``.
+``workbench.toml``. A project made outside any Git repository becomes one, with the template's
+files as its first commit: its runs record the commit they trained, and a run on a cluster ships
+the code through Git.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import tomllib
 from dataclasses import dataclass
@@ -22,7 +25,12 @@ TEMPLATE_FILE = "template.toml"
 
 # Never carried from a template into a project: the description, and leftovers from trying the
 # template out in place.
-NOT_COPIED = (TEMPLATE_FILE, "__pycache__", "*.pyc", ".workbench", "runs", "outputs")
+NOT_COPIED = (TEMPLATE_FILE, "__pycache__", "*.pyc", ".workbench", "runs", "outputs", ".git")
+# The first commit's author and committer when the user has not told Git who they are; their
+# own identity is set for the commits that follow (Source Control asks for it).
+FALLBACK_NAME = "Workbench"
+FALLBACK_EMAIL = "workbench@localhost"
+DEFAULT_BRANCH = "main"   # unless the user's init.defaultBranch says otherwise
 
 
 @dataclass(frozen=True)
@@ -50,8 +58,10 @@ def create_from_template(template: str, dest: Path | str, name: str | None = Non
     """Make a new project at ``dest`` from ``template`` and return it, opened.
 
     ``dest`` must not exist or be an empty folder; its parent must exist and be writable.
-    ``name`` defaults to the folder name. The project is built in a hidden sibling folder and
-    renamed into place, so a failure never leaves a half-made project behind.
+    ``name`` defaults to the folder name. Outside a Git repository, the project is made one
+    with a first commit of its files (see ``_start_repository``). The project is built in a
+    hidden sibling folder and renamed into place, so a failure never leaves a half-made project
+    behind.
     """
     # Here, not at the top: only creating a project needs them, and window start-up is timed.
     import shutil
@@ -69,6 +79,7 @@ def create_from_template(template: str, dest: Path | str, name: str | None = Non
         project_dir = building / "project"
         shutil.copytree(source, project_dir, ignore=shutil.ignore_patterns(*NOT_COPIED))
         _write_project_name(project_dir / PROJECT_FILE, name)
+        _start_repository(project_dir, template, dest.parent)
         if dest.exists():
             dest.rmdir()  # checked empty above; rename cannot replace a folder on every OS
         project_dir.rename(dest)
@@ -78,6 +89,58 @@ def create_from_template(template: str, dest: Path | str, name: str | None = Non
     finally:
         shutil.rmtree(building, ignore_errors=True)
     return load_project(dest)
+
+
+def _start_repository(project_dir: Path, template: str, parent: Path) -> None:
+    """Make ``project_dir`` (to be moved into ``parent``) a Git repository whose first commit
+    holds its files (what the template's .gitignore leaves out stays out), unless ``parent`` is
+    in a repository already or there is no git program. The author is the user's Git identity;
+    without one, a neutral one for this commit only. ProjectError when Git fails."""
+    try:
+        # Leave this import here: GitPython is only needed to create a project. It fails to
+        # import when there is no git program; the project is then made without a repository.
+        import git
+    except ImportError:
+        return
+    try:
+        git.Git(str(parent)).rev_parse("--show-toplevel")
+        return  # in a repository: the project is the user's to add to it
+    except git.GitCommandError:
+        pass
+    try:
+        options = {} if _git_setting("init.defaultBranch") else {"initial_branch": DEFAULT_BRANCH}
+        repo = git.Repo.init(project_dir, **options)
+        repo.git.add("--all")
+        fallback = git.Actor(FALLBACK_NAME, FALLBACK_EMAIL)
+        reader = repo.config_reader()
+        author = _identity(reader, "AUTHOR") or fallback
+        committer = _identity(reader, "COMMITTER") or fallback
+        repo.index.commit(f"New project from the {template} template", author=author, committer=committer)
+        repo.close()
+    except (git.GitCommandError, OSError, ValueError) as exc:
+        raise ProjectError(f"Could not make the new project a Git repository: {exc}. Nothing was created; check "
+                           "that git works here (`git --version`).") from exc
+
+
+def _identity(reader, role: str):
+    """The identity Git would sign as ``role`` ("AUTHOR" or "COMMITTER") with: its GIT_<role>_*
+    variables, else user.name and user.email from the Git configuration; None when either part
+    is missing (Git would make one up from the account and host name)."""
+    import git
+
+    name = os.environ.get(f"GIT_{role}_NAME") or reader.get_value("user", "name", "")
+    email = os.environ.get(f"GIT_{role}_EMAIL") or reader.get_value("user", "email", "")
+    return git.Actor(str(name), str(email)) if name and email else None
+
+
+def _git_setting(key: str) -> str:
+    """A value of the user's Git configuration ("" when unset)."""
+    import git
+
+    try:
+        return git.Git().config("--get", key)
+    except git.GitCommandError:
+        return ""
 
 
 def _read_template(folder: Path) -> TemplateInfo:

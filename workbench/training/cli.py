@@ -6,7 +6,10 @@ exits 1. The service modules are imported inside the commands: ``--help`` needs 
 
 from __future__ import annotations
 
+import functools
 import json
+import os
+import shutil
 import signal
 import sys
 import time
@@ -18,12 +21,52 @@ FOLLOW_POLL_S = 0.1
 # run.json is looked at this often between log reads, so the command ends as soon as the run does.
 END_POLL_S = 0.01
 RECHECK_S = 1.0
+# Off a terminal, the progress of a step of a cluster start is printed at most this often (and
+# at each quarter of the way).
+PROGRESS_EVERY_S = 5.0
 METRIC_COLUMNS = ("loss", "acc", "val_loss", "val_acc", "test_acc")
 
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print the run (or runs) as JSON.")
-_PROJECT = click.option("--project", "project", type=click.Path(path_type=Path), default=None,
-                        help="The project folder (default: the project that holds the current folder).")
-_RUN = click.argument("run")
+_PROJECT_HELP = "The project folder, as PROJECT (default: the project that holds the current folder)."
+
+
+def _project(function):
+    """``[PROJECT]`` as `workbench train` takes it, or ``--project PROJECT``: ``project``."""
+    @functools.wraps(function)
+    def command(*args, project_argument: Path | None = None, project: Path | None = None, **kwargs):
+        return function(*args, project=_one_project(project_argument, project), **kwargs)
+
+    command = click.option("--project", "project", type=click.Path(path_type=Path), default=None,
+                           help=_PROJECT_HELP)(command)
+    return click.argument("project_argument", metavar="[PROJECT]", required=False,
+                          type=click.Path(path_type=Path))(command)
+
+
+def _project_and_run(function):
+    """``[PROJECT] RUN``, or ``RUN --project PROJECT``: ``run`` and ``project``. One word is RUN."""
+    @functools.wraps(function)
+    def command(*args, project_argument: Path | None = None, run: str | None = None, project: Path | None = None,
+                **kwargs):
+        if run is None:
+            if project_argument is not None and not (project_argument / "workbench.toml").is_file():
+                project_argument, run = None, str(project_argument)
+            else:
+                raise click.UsageError("Missing argument 'RUN': give the run's id (or the start of it) after the "
+                                       "project.")
+        return function(*args, run=run, project=_one_project(project_argument, project), **kwargs)
+
+    command = click.option("--project", "project", type=click.Path(path_type=Path), default=None,
+                           help=_PROJECT_HELP)(command)
+    command = click.argument("run", metavar="RUN", required=False)(command)
+    return click.argument("project_argument", metavar="[PROJECT]", required=False,
+                          type=click.Path(path_type=Path))(command)
+
+
+def _one_project(argument: Path | None, option: Path | None) -> Path | None:
+    if argument is not None and option is not None and argument.expanduser().absolute() != \
+            option.expanduser().absolute():
+        raise click.UsageError(f"Two projects were given ({argument} and --project {option}): give one.")
+    return argument if argument is not None else option
 
 
 def project_root(path: Path | None) -> Path:
@@ -58,15 +101,19 @@ def _start(service, hparams_file, overrides, nproc: int, cluster: dict | None = 
     """``service.start``, printing the hyper-parameters' warnings (``warning: file:line: …``)
     and, when the start is refused, every problem one a line before the summary. ``cluster``:
     ``{"name": profile, "resources": {...}, "cancel": CancelToken}`` to train on a cluster, each
-    stage printed to stderr as it begins."""
+    stage and its progress printed to stderr (StagePrinter)."""
     from workbench.training.errors import TrainingError
 
+    printer = StagePrinter()
     try:
-        if cluster is None:
-            info = service.start(hparams_file, overrides, nproc)
-        else:
-            info = service.start(hparams_file, overrides, cluster=cluster["name"], resources=cluster["resources"],
-                                 progress=_StagePrinter(), cancel=cluster.get("cancel"))
+        try:
+            if cluster is None:
+                info = service.start(hparams_file, overrides, nproc)
+            else:
+                info = service.start(hparams_file, overrides, cluster=cluster["name"],
+                                     resources=cluster["resources"], progress=printer, cancel=cluster.get("cancel"))
+        finally:
+            printer.close()
     except TrainingError as exc:
         if exc.diagnostics:
             raise TrainingError(_print_problems(exc, service.project_dir), exc.diagnostics) from None
@@ -80,22 +127,85 @@ def _start(service, hparams_file, overrides, nproc: int, cluster: dict | None = 
         raise
     for warning in info.warnings:
         click.echo(f"warning: {warning}", err=True)
+    if cluster is not None:
+        from workbench.cluster.last_choice import remember_choice
+
+        # The Run on Cluster dialog starts from the profile and resources used last, here too.
+        remember_choice(service.project_dir, cluster["name"], cluster["resources"], info.hparams_file or None,
+                        list(overrides))
     return info
 
 
-class _StagePrinter:
-    """Prints each step of a cluster start to stderr (``code: Uploading the code``), once."""
+class StagePrinter:
+    """Prints each step of a cluster start to stderr: ``code: Uploading the code (1.2 MB of 30 MB)``.
 
-    def __init__(self):
-        self._shown: set[str] = set()
+    The reports of one step (the same text before its counts) are its progress. On a terminal
+    they redraw one line in place. Elsewhere (a pipe, a log file, CI) a step prints its first
+    report, then a line at most every PROGRESS_EVERY_S seconds or as it passes 25, 50, 75 and
+    100 %, so a long upload says how far it is without a line for every megabyte."""
+
+    def __init__(self, stream=None, interactive: bool | None = None, clock=time.monotonic):
+        self.stream = stream if stream is not None else sys.stderr
+        self.interactive = _is_terminal(self.stream) if interactive is None else interactive
+        self._clock = clock
+        self._step: tuple[str, str] | None = None
+        self._line = ""           # the text of the last line shown
+        self._printed_at = 0.0
+        self._quarters = 0        # quarters of the step passed when its last line was printed
+        self._drawn = False       # a line is drawn on the terminal without its newline yet
 
     def __call__(self, report) -> None:
-        # Byte counts ("… (1.2 MB of 30 MB)") change many times a second: the step is enough.
-        message = report.message.split(" (")[0]
-        line = f"{report.stage}: {message}"
-        if line not in self._shown:
-            self._shown.add(line)
-            click.echo(line, err=True)
+        line = f"{report.stage}: {report.message}"
+        step = (report.stage, report.message.split(" (")[0].split(": ")[0])
+        quarters = _quarters(report.fraction)
+        if step != self._step:
+            self._step, self._quarters = step, quarters
+            self._show(line, new_step=True)
+            return
+        if self.interactive:
+            self._show(line)
+        elif quarters > self._quarters or self._clock() - self._printed_at >= PROGRESS_EVERY_S:
+            self._quarters = max(self._quarters, quarters)
+            self._show(line)
+
+    def close(self) -> None:
+        """End the line drawn on the terminal, so what follows starts on a line of its own."""
+        if self._drawn:
+            self._write("\n")
+            self._drawn = False
+
+    def _show(self, line: str, new_step: bool = False) -> None:
+        if line == self._line:
+            return
+        self._line, self._printed_at = line, self._clock()
+        if not self.interactive:
+            self._write(line + "\n")
+            return
+        if new_step:
+            self.close()
+        # Longer than the terminal, it would wrap and \r could no longer redraw it.
+        width = max(10, shutil.get_terminal_size().columns - 1)
+        self._write("\r" + line[:width] + "\x1b[K")
+        self._drawn = True
+
+    def _write(self, text: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()
+
+
+def _quarters(fraction: float | None) -> int:
+    """How many quarters of the way ``fraction`` is: 0 to 4."""
+    if fraction is None:
+        return 0
+    return max(0, min(4, int(fraction * 4 + 1e-9)))
+
+
+def _is_terminal(stream) -> bool:
+    """Whether ``stream`` is a terminal that can redraw a line (not a pipe, a file or TERM=dumb)."""
+    try:
+        return stream.isatty() and os.environ.get("TERM") != "dumb"
+    except (AttributeError, ValueError):
+        return False
 
 
 def _print_problems(refused, project_dir: Path) -> str:
@@ -346,12 +456,14 @@ def _duration(seconds: float) -> str:
 def runs_group() -> None:
     """The project's training runs: list, show, logs, stop, resume, terminate, pull.
 
-    RUN is a run id or the start of one.
+    PROJECT is the project's folder (default: the project that holds the current folder), as
+    `workbench train` takes it, or given with --project. RUN is a run id or the start of one:
+    `workbench runs show ~/digits 2026`, or `workbench runs show 2026` inside the project.
     """
 
 
 @runs_group.command("list")
-@_PROJECT
+@_project
 @_JSON
 def list_command(project: Path | None, as_json: bool) -> None:
     """List the runs, newest first, with their state, duration and final metrics."""
@@ -376,8 +488,7 @@ def list_command(project: Path | None, as_json: bool) -> None:
 
 
 @runs_group.command("show")
-@_RUN
-@_PROJECT
+@_project_and_run
 @_JSON
 def show_command(run: str, project: Path | None, as_json: bool) -> None:
     """Show everything recorded about RUN."""
@@ -433,8 +544,7 @@ def _resume_text(resume: dict) -> str:
 
 
 @runs_group.command("logs")
-@_RUN
-@_PROJECT
+@_project_and_run
 @click.option("-f", "--follow", is_flag=True, help="Keep printing what the run prints until it ends.")
 def logs_command(run: str, project: Path | None, follow: bool) -> None:
     """Print what RUN printed (stdout, then stderr to stderr)."""
@@ -449,8 +559,7 @@ def logs_command(run: str, project: Path | None, follow: bool) -> None:
 
 
 @runs_group.command("pull")
-@_RUN
-@_PROJECT
+@_project_and_run
 @_JSON
 def pull_command(run: str, project: Path | None, as_json: bool) -> None:
     """Fetch a cluster run's checkpoints and outputs into its run folder (only what is new or
@@ -469,8 +578,7 @@ def pull_command(run: str, project: Path | None, as_json: bool) -> None:
 
 
 @runs_group.command("stop")
-@_RUN
-@_PROJECT
+@_project_and_run
 @_JSON
 def stop_command(run: str, project: Path | None, as_json: bool) -> None:
     """Ask RUN to checkpoint and exit (it can be resumed later)."""
@@ -490,8 +598,7 @@ def stop_command(run: str, project: Path | None, as_json: bool) -> None:
 
 
 @runs_group.command("terminate")
-@_RUN
-@_PROJECT
+@_project_and_run
 @_JSON
 def terminate_command(run: str, project: Path | None, as_json: bool) -> None:
     """Kill RUN and every process it started, at once (no checkpoint)."""
@@ -503,31 +610,54 @@ def terminate_command(run: str, project: Path | None, as_json: bool) -> None:
 
 
 @runs_group.command("resume")
-@_RUN
-@_PROJECT
+@_project_and_run
 @click.option("--new", "new_run", is_flag=True, help="Continue in a new run instead of RUN itself.")
 @click.option("--set", "overrides", multiple=True, metavar="KEY=VALUE",
               help="With --new: change one hyper-parameter of the new run, e.g. num_epochs=20 (repeatable).")
 @click.option("-f", "--follow", is_flag=True, help="Print its output until it ends, as `workbench train` does.")
 @_JSON
+@click.option("--cluster", "cluster", metavar="NAME",
+              help="With --new: train the new run on the cluster of this profile (default: where RUN trained).")
+@click.option("--nodes", type=click.IntRange(min=1), default=None, help="With --new, on a cluster: nodes.")
+@click.option("--gpus-per-node", type=click.IntRange(min=0), default=None,
+              help="With --new, on a cluster: GPUs on each node (one training process each).")
+@click.option("--nproc", type=click.IntRange(min=1), default=None,
+              help="With --new, on a cluster: processes on each node (default: RUN's).")
+@click.option("--cpus", type=click.IntRange(min=1), default=None,
+              help="With --new, on a cluster: CPUs for the training processes of each node.")
+@click.option("--mem", default=None, metavar="MEM", help="With --new, on a cluster: memory per node, e.g. 16G.")
+@click.option("--time", "time_limit", default=None, metavar="TIME",
+              help="With --new, on a cluster: time limit, e.g. 02:00:00.")
+@click.option("--partition", default=None, help="With --new, on a cluster: partition (default: the profile's).")
 def resume_command(run: str, project: Path | None, new_run: bool, overrides: tuple[str, ...], follow: bool,
-                   as_json: bool) -> None:
+                   as_json: bool, cluster: str | None, nodes: int | None, gpus_per_node: int | None,
+                   nproc: int | None, cpus: int | None, mem: str | None, time_limit: str | None,
+                   partition: str | None) -> None:
     """Continue RUN from its last checkpoint.
 
     A completed run goes on only as a new run (--new), e.g. with more epochs:
-    `workbench runs resume RUN --new --set num_epochs=20`.
+    `workbench runs resume RUN --new --set num_epochs=20`. A new run may train on another
+    cluster, or with other resources: `workbench runs resume RUN --new --cluster NAME --gpus-per-node 2`
+    (the resources not given stay RUN's; on another cluster, its partition is the profile's).
     """
+    changes = {name: value for name, value in (
+        ("nodes", nodes), ("gpus_per_node", gpus_per_node), ("processes_per_node", nproc), ("cpus", cpus),
+        ("mem", mem), ("time", time_limit), ("partition", partition)) if value is not None}
+    if (cluster or changes) and not new_run:
+        raise click.UsageError("--cluster and the resource options are for a new run: add --new.")
     service = _service(project)
     offsets = (0, 0)
     if not new_run:  # the log goes on in the same files: show only what this resume prints
         folder = service.run_folder(run)
         offsets = (_size(folder.stdout_log), _size(folder.stderr_log))
+    # On a cluster, the steps of the resume are printed as a start's are.
+    printer = StagePrinter() if cluster or service.get(run).is_cluster else None
     if follow:
         with CtrlC() as ctrl_c:
-            info = service.resume(run, new_run=new_run, overrides=overrides)
+            info = _resume(service, run, new_run, overrides, cluster, changes, printer)
             _finish_in_foreground(service, info, as_json, ctrl_c, offsets)
         return
-    info = service.resume(run, new_run=new_run, overrides=overrides)
+    info = _resume(service, run, new_run, overrides, cluster, changes, printer)
     if as_json:
         _echo_json(_run_data(info))
     else:
@@ -535,3 +665,12 @@ def resume_command(run: str, project: Path | None, new_run: bool, overrides: tup
         process = f"job {info.job_id} on {info.cluster}" if info.is_cluster else f"pid {info.pid}"
         click.echo(f"Resumed from {info.resumed_from if new_run else 'its last checkpoint'} {where} "
                    f"({process}). Follow it with `workbench runs logs -f {info.id}`.")
+
+
+def _resume(service, run: str, new_run: bool, overrides, cluster: str | None, changes: dict, printer):
+    try:
+        return service.resume(run, new_run=new_run, overrides=overrides, progress=printer, cluster=cluster,
+                              resources=changes or None)
+    finally:
+        if printer is not None:
+            printer.close()

@@ -138,18 +138,21 @@ class RunService:
         self._forget_live(info.id)
         return info
 
-    def resume(self, run_id: str, new_run: bool = False, overrides=(), progress=None, cancel=None) -> RunInfo:
+    def resume(self, run_id: str, new_run: bool = False, overrides=(), progress=None, cancel=None,
+               cluster: str | None = None, resources=None) -> RunInfo:
         """Continue the run from its last checkpoint, in the same run or (``new_run``) a new one.
 
         A completed run can only go on as a new run. ``overrides`` ("key=value") change the
         hyper-parameters of the new run (e.g. ``num_epochs=20``); TrainingError for the same run.
         A cluster run goes on with a new job on its cluster (``progress`` and ``cancel`` as for
-        ``start``)."""
+        ``start``). A new run may train on the cluster of profile ``cluster`` instead (a local
+        run too), and with ``resources`` (a dict of some of Resources' fields) changed."""
         info = self.get(run_id)
-        if info.is_cluster:
+        if info.is_cluster or cluster or resources:
             from workbench.cluster.remote_run import resume_cluster_run
 
-            info = resume_cluster_run(info, new_run, tuple(overrides), progress=progress, cancel=cancel)
+            info = resume_cluster_run(info, new_run, tuple(overrides), progress=progress, cancel=cancel,
+                                      cluster=cluster, resources=resources)
         else:
             info = self.runner.resume(info, new_run, tuple(overrides))
         self._forget_live(info.id)

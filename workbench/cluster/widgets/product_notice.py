@@ -8,8 +8,7 @@ from typing import Callable
 
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QToolButton, QWidget
 
-# The file kinds a model tool opens, most wanted first.
-MODEL_SUFFIXES = (".onnx", ".pt", ".pth", ".ckpt", ".safetensors", ".tflite", ".mnn", ".bin")
+from workbench.modeltools.model_index import MODEL_SUFFIXES, model_among  # noqa: F401  (re-exported)
 
 
 def reveal_in_file_manager(path: str) -> None:
@@ -19,15 +18,6 @@ def reveal_in_file_manager(path: str) -> None:
 
     target = Path(path)
     QDesktopServices.openUrl(QUrl.fromLocalFile(str(target.parent if target.is_file() else target)))
-
-
-def model_among(products: list[str]) -> str | None:
-    """The run-folder-relative path of the model among a run's products (None without one)."""
-    for suffix in MODEL_SUFFIXES:
-        for path in products:
-            if path.lower().endswith(suffix):
-                return path
-    return None
 
 
 class ProductNotice(QFrame):

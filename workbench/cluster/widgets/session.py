@@ -211,7 +211,7 @@ class ClusterSession(QObject):
         """What the Run on Cluster dialog offers, read on a worker: ``on_done(RunChoices)``."""
         def work(_report, _cancel):
             from workbench.cluster.profiles import load_profiles
-            from workbench.cluster.widgets.last_choice import read_choice
+            from workbench.cluster.last_choice import read_choice
             from workbench.project import load_project
             from workbench.training.widgets.session import find_hparams_files
             from workbench_trainkit.hparams import project_schema
@@ -234,7 +234,7 @@ class ClusterSession(QObject):
         stage, ``on_done(RunInfo)`` once the job is submitted. Returns the cancel token (honoured
         until the job is submitted). ``trust``: an UnknownHostKey the user agreed to."""
         def work(report, cancel):
-            from workbench.cluster.widgets.last_choice import remember_choice
+            from workbench.cluster.last_choice import remember_choice
 
             if trust is not None:
                 from workbench.cluster.host_keys import remember_host_key

@@ -1,6 +1,8 @@
-"""What Run on Cluster was last given in a project: the profile, and the resources asked of each
-profile. Kept in ``<project>/.workbench/cluster-run.json``; a convenience, so a missing or damaged
-file just means the profile's defaults. Qt-free; called on worker threads."""
+"""What a run on a cluster was last started with in a project: the profile, and the resources
+asked of each profile. The Run on Cluster dialog starts from it; the dialog and
+`workbench train --cluster` record it. Kept in ``<project>/.workbench/cluster-run.json``; a
+convenience, so a missing or damaged file just means the profile's defaults. Called on worker
+threads."""
 
 from __future__ import annotations
 
