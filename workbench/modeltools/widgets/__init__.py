@@ -31,8 +31,21 @@ def install(window) -> None:
     dock = window.add_dock(MODELS_DOCK_ID, "Models", panel, Qt.DockWidgetArea.LeftDockWidgetArea)
     explorer = getattr(window, "explorer", None)
     if not known and explorer is not None:
-        # Under the Explorer, where a file's tools are one right-click away in either.
-        window.splitDockWidget(explorer, dock, Qt.Orientation.Vertical)
+        # Under the Explorer, where a file's tools are one right-click away in either. Qt
+        # tabs a dock split from a tabbed one instead, so the Explorer's tab mates (Source
+        # Control) step out while the Models dock is added below it, and then come back.
+        tabbed = [(other, not other.isHidden()) for other in window.tabifiedDockWidgets(explorer)]
+        for other in [dock, *(other for other, _visible in tabbed)]:
+            window.removeDockWidget(other)
+        window.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, dock, Qt.Orientation.Vertical)
+        dock.show()
+        for other, visible in tabbed:
+            window.tabifyDockWidget(explorer, other)
+            other.setVisible(visible)
+        if tabbed:
+            from PySide6.QtCore import QTimer
+
+            QTimer.singleShot(0, explorer.raise_)  # the Explorer stays in front, once laid out
     opener = ToolOpener(window, tools)
     commands = ModelToolCommands(window, opener, panel)
     commands.register()
