@@ -116,7 +116,7 @@ def test_variants_share_one_table_against_the_reference(variants, digits_npz):
     report = compare([variants["fp32"], variants["int8"], variants["pruned"]],
                      ToolContext(on_event=events.append), data=str(digits_npz), **QUICK)
     assert [e["name"] for e in events if e["event"] == "stage"] == \
-        ["open models", "load data", "evaluate", "measure latency"]
+        ["Open models", "Load data", "Evaluate", "Measure latency"]
     assert report.table(TABLE).columns == [
         "model", "runtime", "size (bytes)", "size ratio", "accuracy %", "agreement %", "max abs diff",
         "p50 batch 1 (ms)", "p90 batch 1 (ms)", "p50 batch 16 (ms)", "p90 batch 16 (ms)"]
@@ -180,7 +180,7 @@ def test_the_table_is_exported_as_csv_and_the_report_as_markdown(variants, digit
     report = compare([variants["fp32"], variants["int8"]], ToolContext(on_event=events.append),
                      data=str(digits_npz), csv=str(target_csv), markdown=str(target_md), **QUICK)
     assert report.outputs == [str(target_csv.resolve()), str(target_md.resolve())]
-    assert [e["name"] for e in events if e["event"] == "stage"][-1] == "write files"
+    assert [e["name"] for e in events if e["event"] == "stage"][-1] == "Write files"
     written = list(csv.reader(io.StringIO(target_csv.read_text())))
     table = report.table(TABLE)
     assert written[0] == table.columns and [r[0] for r in written[1:]] == ["digits.onnx", "digits.int8.onnx"]
@@ -214,7 +214,7 @@ def test_cancel_during_latency_stops_and_writes_nothing(variants, digits_npz, tm
     context = ToolContext()
 
     def on_event(event):
-        if event.get("name") == "measure latency":
+        if event.get("name") == "Measure latency":
             context.cancel()
 
     context.on_event = on_event

@@ -21,7 +21,7 @@ def inspect(path: Path, **values) -> ToolReport:
     events = []
     report = run_inspect(SPEC.resolve({"model": str(path), **values}),
                          ToolContext(stages=SPEC.stages, on_event=events.append))
-    assert [e["name"] for e in events if e["event"] == "stage"][0] == "load"
+    assert [e["name"] for e in events if e["event"] == "stage"][0] == "Load"
     # The report travels to the window as JSON: only plain values in it.
     assert ToolReport.from_json(json.loads(json.dumps(report.to_json()))) == report
     return report

@@ -53,7 +53,7 @@ SPEC = ToolSpec(
               suffixes=(".md",), is_output=True, group="Export"),
     ),
     run="workbench.modeltools.compare:run_compare",
-    stages=("open models", "load data", "evaluate", "measure latency", "write files"),
+    stages=("Open models", "Load data", "Evaluate", "Measure latency", "Write files"),
     applies_to=MODEL_SUFFIXES,
 )
 
@@ -74,7 +74,7 @@ def run_compare(values: dict, context: ToolContext) -> ToolReport:
     threads = int(values.get("threads") or 1)
     targets = _export_targets(values, paths, check_output)
 
-    context.stage("open models")
+    context.stage("Open models")
     sessions = []
     for i, path in enumerate(paths):
         sessions.append(_open(path, threads))
@@ -83,12 +83,12 @@ def run_compare(values: dict, context: ToolContext) -> ToolReport:
     for session in sessions[1:]:
         _check_same_input(reference, session)
 
-    context.stage("load data")
+    context.stage("Load data")
     data = _evaluation_data(values, context, paths[0])
     for session in sessions:
         data.check_fits(session.input_shape, session.path)
 
-    context.stage("evaluate")
+    context.stage("Evaluate")
     outputs = []
     for i, session in enumerate(sessions):
         outputs.append(_predict(session, data.x, batch,
@@ -100,7 +100,7 @@ def run_compare(values: dict, context: ToolContext) -> ToolReport:
                 f"the reference {reference.path} gives {tuple(outputs[0].shape[1:])}; compare "
                 "variants of one model")
 
-    context.stage("measure latency")
+    context.stage("Measure latency")
     warnings = []
     single = data.x[:1]
     full = data.x[np.arange(batch) % len(data.x)]
@@ -142,7 +142,7 @@ def run_compare(values: dict, context: ToolContext) -> ToolReport:
                         plots=_plots(rows, batch), warnings=warnings)
 
     if targets:
-        context.stage("write files")
+        context.stage("Write files")
         report.outputs = [str(t) for t in targets.values()]
         for kind, target in targets.items():
             text = table.to_csv() if kind == "csv" else report.to_markdown()

@@ -47,7 +47,7 @@ SPEC = ToolSpec(
               default=10, minimum=1, maximum=10000, advanced=True),
     ),
     run="workbench.modeltools.inspect:run_inspect",
-    stages=("load", "infer shapes", "count"),
+    stages=("Load", "Infer shapes", "Count"),
     applies_to=ONNX_SUFFIXES + TORCH_SUFFIXES,
 )
 
@@ -240,21 +240,21 @@ def node_macs(node: Any, shapes: dict, free: set[str] | None = None) -> int | No
 def inspect_onnx(path: Path, top: int, context: ToolContext) -> ToolReport:
     from workbench.modeltools.outputs import file_size
 
-    context.stage("load")
+    context.stage("Load")
     model = read_onnx(path)
     warnings = []
     checked = _check_onnx(model)
     if checked:
         warnings.append(f"the ONNX checker reports: {checked}")
 
-    context.stage("infer shapes")
+    context.stage("Infer shapes")
     model, failed = infer_shapes(model)
     if failed:
         warnings.append(failed)
     graph = model.graph
     shapes = tensor_shapes(model)
 
-    context.stage("count")
+    context.stage("Count")
     weight_sizes = {init.name: _elements(init.dims) for init in graph.initializer}
     weight_sizes.update({s.values.name: _elements(s.dims) for s in graph.sparse_initializer})
     free: set[str] = set()
@@ -334,7 +334,7 @@ def _check_onnx(model: Any) -> str:
 def inspect_torch(path: Path, top: int, context: ToolContext) -> ToolReport:
     from workbench.modeltools.outputs import file_size
 
-    context.stage("load")
+    context.stage("Load")
     names = _zip_names(path)
     if path.suffix.lower() == ".pt2" or any(n.rsplit("/", 1)[-1] == "archive_format" for n in names):
         if not names:
@@ -346,7 +346,7 @@ def inspect_torch(path: Path, top: int, context: ToolContext) -> ToolReport:
     else:
         content = _read_state_dict(path)
 
-    context.stage("count")
+    context.stage("Count")
     tensors = content["tensors"]
     rows = [[name, shape_text(shape), dtype, _elements(shape)] for name, shape, dtype in tensors]
     total = sum(row[3] for row in rows)
