@@ -3,6 +3,8 @@ operators stay cheap to draw; labels only when readable; find and select."""
 
 from __future__ import annotations
 
+from PySide6.QtCore import Qt
+
 from workbench.modeltools.graph_layout import GraphEdge, GraphNode, ModelGraph, layout
 from workbench.modeltools.widgets.graph_view import GraphView, NodeItem, colours_for
 
@@ -66,3 +68,42 @@ def test_boxes_are_coloured_by_kind_and_operator_family():
     assert colours_for("op", "Conv") == colours_for("op", "QLinearConv")
     assert colours_for("op", "com.microsoft.Gelu") == colours_for("op", "Relu")
     assert isinstance(NodeItem("n", "Conv", "op", (0, 0), (80, 30), GraphView().font()), NodeItem)
+
+
+def test_fit_shows_the_whole_graph_its_height_as_well_as_its_width(qtbot):
+    graph = chain_with_branches(30)  # far taller than wide
+    view = GraphView()
+    qtbot.addWidget(view)
+    view.resize(700, 360)
+    view.show()
+    view.set_graph(graph, layout(graph))
+    view.fit()
+    shown = view.mapFromScene(view.scene().sceneRect()).boundingRect()
+    assert view.viewport().rect().contains(shown)
+    assert view.transform().m11() <= 1.0
+
+
+def test_a_clicked_box_shows_its_details_and_tensors_in_the_side_panel(qtbot):
+    from workbench.modeltools.graph_layout import GraphEdge as Edge
+    from workbench.modeltools.widgets.graph_view import GraphPanel
+
+    graph = chain_with_branches(12)
+    graph.node("node:4").detail = ("Conv  conv_4\ngroup=1 pads=1,1,1,1 kernel_shape=3,3\n"
+                                   "weight features.1.weight: 16×8×3×3")
+    graph.edges = [Edge(e.src, e.dst, e.tensor, [1, 16, 8, 8]) if e.dst == "node:4" else e for e in graph.edges]
+    panel = GraphPanel(tasks=None)
+    qtbot.addWidget(panel)
+    panel.resize(900, 500)
+    panel.show()
+    panel.show_graph(graph, layout(graph))
+    assert "Click a box" in panel.details.text.text()
+    item = panel.view.node_items["node:4"]
+    position = panel.view.mapFromScene(item.scenePos())
+    qtbot.mouseClick(panel.view.viewport(), Qt.MouseButton.LeftButton, pos=position)
+    text = panel.details.text.text()
+    assert "Conv" in text and "kernel_shape=3,3" in text and "16×8×3×3" in text
+    assert "Inputs" in text and "t4: 1×16×8×8" in text and "from matmul_3" in text
+    assert "Outputs" in text and "to relu_5" in text and "to matmul_7" in text  # the skip edge too
+    assert panel.details.isVisible() and panel.details.width() > 150
+    qtbot.wait(20)
+    screenshot(panel, "graph-panel-details")

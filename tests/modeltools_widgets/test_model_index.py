@@ -56,3 +56,47 @@ def test_a_model_in_a_new_nested_folder_of_a_run_is_found(model_project):
     (nested / "model.mnn").write_bytes(b"mnn")
     os.utime(nested / "model.mnn", (1, 1))
     assert list_models(model_project)[-1].path == nested / "model.mnn"
+
+
+def torchscript_file(path):
+    """A file laid out as torch.jit.save writes one: a zip archive."""
+    import zipfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("model/data.pkl", b"\x80\x02}q\x00.")
+    return path
+
+
+def test_exported_programs_and_torchscript_are_listed_but_typescript_is_not(model_project):
+    outputs = model_project / "runs" / RUN_IDS[0] / "outputs"
+    (outputs / "model.pt2").write_bytes(b"PK\x03\x04exported program")
+    torchscript_file(outputs / "model.ts")
+    torchscript_file(outputs / "scripted.torchscript")
+    (model_project / "web").mkdir()
+    (model_project / "web" / "app.ts").write_text("export const answer: number = 42;\n")
+    listed = {m.name for m in list_models(model_project)}
+    assert {"model.pt2", "model.ts", "scripted.torchscript"} <= listed
+    assert "app.ts" not in listed
+    assert is_model_file(outputs / "model.ts") and not is_model_file(model_project / "web" / "app.ts")
+
+
+def test_every_file_kind_a_built_in_tool_opens_is_a_model_kind(tools):
+    from workbench.modeltools.registry import all_tools
+
+    for spec in all_tools(include_plugins=False).values():
+        if spec.name in ("count", "merge"):  # the tests' own tools
+            continue
+        assert set(spec.applies_to) <= set(MODEL_SUFFIXES), spec.name
+
+
+def test_a_file_is_named_as_the_project_and_the_models_panel_name_it(tmp_path):
+    from workbench.modeltools.model_index import name_in_project, name_in_run
+
+    root = tmp_path / "proj"
+    in_run = root / "runs" / RUN_IDS[0] / "outputs" / "int8" / "model.onnx"
+    assert name_in_project(root, in_run) == f"runs/{RUN_IDS[0]}/outputs/int8/model.onnx"
+    assert name_in_run(root, in_run) == ("int8/model.onnx", RUN_IDS[0])
+    assert name_in_run(root, root / "exported" / "base.onnx") == ("exported/base.onnx", None)
+    assert name_in_project(root, tmp_path / "elsewhere" / "x.onnx") == "x.onnx"
+    assert name_in_project(None, root / "exported" / "base.onnx") == "base.onnx"

@@ -123,3 +123,40 @@ def test_a_project_without_models_says_how_to_get_some(open_window, tmp_path, to
     panel = panel_of(window)
     assert panel.models == [] and panel.empty.isVisibleTo(panel)
     assert "Train a run" in panel.empty.text()
+
+
+def test_the_panel_and_the_explorer_offer_convert_on_pt2_and_torchscript_files_but_not_on_typescript(
+        qtbot, open_window, model_project):
+    from .test_model_index import torchscript_file
+
+    window = open_window(model_project)
+    panel = panel_of(window)
+    outputs = model_project / "runs" / RUN_IDS[1] / "outputs"
+    program = outputs / "model.pt2"
+    program.write_bytes(b"PK\x03\x04exported program")
+    scripted = torchscript_file(outputs / "model.ts")
+    typescript = model_project / "app.ts"
+    typescript.write_text("export const answer: number = 42;\n")
+    panel.refresh()
+    qtbot.waitUntil(lambda: {"model.pt2", "model.ts"} <= set(panel.groups()[0][1]), timeout=TIMEOUT_MS)
+    assert "app.ts" not in [name for _, names in panel.groups() for name in names]
+    for path in (program, scripted):
+        in_panel = {a.objectName() for a in panel.context_menu_for([path]).actions()}
+        in_explorer = {a.objectName() for a in window.tree.context_menu_for(path).actions()}
+        assert "tool-convert" in in_panel and "modeltools.convert" in in_explorer, path.name
+    assert not [a for a in window.tree.context_menu_for(typescript).actions()
+                if a.objectName().startswith("modeltools.")]
+
+
+def test_the_produced_notice_names_the_file_relative_to_its_run_or_the_project(open_window, model_project):
+    window = open_window(model_project)
+    panel = panel_of(window)
+    nested = model_project / "runs" / RUN_IDS[1] / "outputs" / "int8" / "model.onnx"
+    make_onnx(nested)
+    window.handle_event(EVENT_MODEL_PRODUCED, {"path": str(nested), "project": str(model_project), "tool": "quantize"})
+    assert panel.notice.message == f"Quantize produced int8/model.onnx in run {RUN_IDS[1]}"
+    loose = model_project / "exported" / "small" / "base.int8.onnx"
+    make_onnx(loose)
+    window.handle_event(EVENT_MODEL_PRODUCED, {"path": str(loose), "project": str(model_project), "tool": "quantize"})
+    assert panel.notice.message == "Quantize produced exported/small/base.int8.onnx"
+    assert panel.notice.label.toolTip() == str(loose)

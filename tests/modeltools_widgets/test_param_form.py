@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QDoubleSpinBox, QLineEdit, Q
 
 from workbench.modeltools.params import Param, ToolInvocation, ToolSpec
 from workbench.modeltools.widgets.param_form import NOT_SET, ParamForm
+from workbench.modeltools.widgets.path_list import PathListEditor
 from workbench.modeltools.widgets.tool_window import ToolWindow
 
 from .conftest import screenshot
@@ -55,7 +56,7 @@ def test_each_parameter_type_gets_its_editor_with_bounds_help_and_hint(qtbot):
     editors = {name: field.editor for name, field in form.fields.items()}
     assert isinstance(editors["model"], QLineEdit) and form.fields["model"].browse is not None
     assert isinstance(editors["output"], QLineEdit) and form.fields["output"].browse is not None
-    assert isinstance(editors["extra"], QLineEdit) and form.fields["extra"].browse is not None
+    assert isinstance(editors["extra"], PathListEditor) and editors["extra"].add_button.text() == "Add…"
     assert isinstance(editors["mode"], QComboBox)
     assert [editors["mode"].itemText(i) for i in range(editors["mode"].count())] == ["fast", "exact"]
     assert isinstance(editors["per_channel"], QCheckBox) and editors["per_channel"].isChecked()
@@ -109,7 +110,9 @@ def test_a_missing_required_model_is_shown_inline_and_makes_the_form_invalid(qtb
 def test_a_model_that_does_not_exist_is_named_and_an_output_need_not_exist(qtbot, tmp_path, model_file):
     form = make_form(qtbot)
     form.set_values({"model": str(tmp_path / "missing.onnx"), "output": str(tmp_path / "new.onnx")})
-    assert form.errors() == {"model": f"There is no file {tmp_path / 'missing.onnx'}."}
+    assert form.errors() == {"model": "File does not exist."}
+    field, reason = form.first_problem()
+    assert field is form.fields["model"] and reason == "Model: file does not exist"
     form.set_values({"model": str(model_file)})
     assert form.errors() == {}
 
@@ -117,7 +120,7 @@ def test_a_model_that_does_not_exist_is_named_and_an_output_need_not_exist(qtbot
 def test_a_relative_path_is_taken_from_the_project_and_sent_absolute(qtbot, tmp_path, model_file):
     form = make_form(qtbot, base=tmp_path)
     form.set_values({"model": model_file.name, "extra": f"{model_file.name}, other.onnx"})
-    assert form.errors() == {"extra": "There is no file other.onnx."}
+    assert form.errors() == {"extra": "other.onnx does not exist."}
     (tmp_path / "other.onnx").write_bytes(b"")
     assert form.errors() == {}
     values = form.values()
@@ -157,14 +160,15 @@ def test_browse_opens_the_dialog_filtered_by_the_suffixes_and_a_save_dialog_for_
     asked = []
     form.ask_open_file = lambda title, start, filters: asked.append(("open", filters)) or str(model_file)
     form.ask_save_file = lambda title, start, filters: asked.append(("save", filters)) or str(tmp_path / "out.onnx")
-    form.ask_open_files = lambda title, start, filters: asked.append(("many", filters)) or [str(model_file)] * 2
+    other = tmp_path / "other.onnx"
+    form.ask_open_files = lambda title, start, filters: asked.append(("many", filters)) or [str(model_file), str(other)]
     form.fields["model"].browse.click()
     form.fields["output"].browse.click()
-    form.fields["extra"].browse.click()
+    form.fields["extra"].editor.add_button.click()
     assert asked == [("open", "Model (*.onnx *.pt);;All files (*)"), ("save", "Output (*.onnx);;All files (*)"),
                      ("many", "Extra (*.onnx);;All files (*)")]
     assert form.values()["output"] == str(tmp_path / "out.onnx")
-    assert form.values()["extra"] == [str(model_file)] * 2
+    assert form.values()["extra"] == [str(model_file), str(other)]
 
 
 def test_the_tool_window_disables_run_while_the_form_is_invalid_and_looks_tidy(qtbot, model_file):
@@ -172,7 +176,8 @@ def test_the_tool_window_disables_run_while_the_form_is_invalid_and_looks_tidy(q
     qtbot.addWidget(window)
     window.show()
     assert not window.run_button.isEnabled()
-    assert window.run_button.toolTip() == "Model is required."
+    assert window.run_button.toolTip() == "Model is required"
+    assert window.run_reason.isVisibleTo(window) and "Model is required" in window.run_reason.text()
     assert window.run() is False
     window.form.set_values({"model": str(model_file)})
     assert window.run_button.isEnabled()
@@ -180,3 +185,162 @@ def test_the_tool_window_disables_run_while_the_form_is_invalid_and_looks_tidy(q
     window.form.show_advanced(True)
     qtbot.wait(50)
     screenshot(window, "tool-form-every-type")
+
+
+# --- the wheel ------------------------------------------------------------------------------------
+
+def send_wheel(widget, notches: int = -1) -> None:
+    """A wheel turn over ``widget`` (negative: towards the user, scrolling down)."""
+    from PySide6.QtCore import QPoint, QPointF, Qt
+    from PySide6.QtGui import QWheelEvent
+    from PySide6.QtWidgets import QApplication
+
+    position = QPointF(widget.rect().center())
+    event = QWheelEvent(position, QPointF(widget.mapToGlobal(position.toPoint())), QPoint(0, 0),
+                        QPoint(0, 120 * notches), Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier,
+                        Qt.ScrollPhase.NoScrollPhase, False)
+    QApplication.sendEvent(widget, event)
+
+
+def test_the_wheel_over_a_combo_or_spin_box_scrolls_the_form_until_the_box_has_the_focus(qtbot, model_file):
+    from PySide6.QtCore import Qt
+
+    window = ToolWindow(EVERY_TYPE, ToolInvocation("every", {"model": str(model_file)}))
+    qtbot.addWidget(window)
+    window.resize(760, 520)
+    window.show()
+    window.form.show_advanced(True)
+    qtbot.waitUntil(lambda: window.form_scroll.verticalScrollBar().maximum() > 0)
+    scroll = window.form_scroll.verticalScrollBar()
+    mode, batch, sparsity = (window.form.fields[name].editor for name in ("mode", "batch", "sparsity"))
+    assert mode.focusPolicy() == Qt.FocusPolicy.StrongFocus == batch.focusPolicy()
+
+    start = scroll.value()
+    send_wheel(mode)
+    assert mode.currentText() == "fast"
+    assert scroll.value() > start  # the form scrolled instead
+    send_wheel(batch)
+    send_wheel(sparsity)
+    assert batch.value() == 32 and sparsity.value() == 0.5
+    assert scroll.value() > start
+
+    window.activateWindow()
+    batch.setFocus()
+    qtbot.waitUntil(batch.hasFocus)
+    send_wheel(batch, 1)
+    assert batch.value() == 33  # a focused box takes the wheel, as it takes the arrow keys
+
+
+# --- a list of files --------------------------------------------------------------------------
+
+LIST_OF_MODELS = ToolSpec(
+    name="versus",
+    title="Versus",
+    summary="Models measured against a reference.",
+    params=(
+        Param("models", "paths", "The models; the first is the reference.", required=True, positional=True,
+              minimum=2, suffixes=(".onnx",)),
+        Param("reference", "path", "The model the others are measured against.", suffixes=(".onnx",)),
+    ),
+    run="nowhere:run",
+)
+
+
+@pytest.fixture
+def four_models(tmp_path) -> list[Path]:
+    paths = [tmp_path / f"{name}.onnx" for name in ("fp32", "int8", "pruned", "fp16")]
+    for path in paths:
+        path.write_bytes(b"onnx")
+    return paths
+
+
+def shown_rows(form: ParamForm, name: str = "models") -> list[str]:
+    editor = form.fields[name].editor
+    return [editor.list.item(row).text() for row in range(editor.list.count())]
+
+
+def test_a_list_of_files_is_one_row_each_and_add_appends_without_replacing(qtbot, tmp_path, four_models):
+    fp32, int8, pruned, fp16 = four_models
+    form = make_form(qtbot, base=tmp_path, spec=LIST_OF_MODELS)
+    editor = form.fields["models"].editor
+    answers = [[str(fp32), str(int8)], [str(pruned), str(fp32)], []]
+    form.ask_open_files = lambda title, start, filters: answers.pop(0)
+    editor.add_button.click()
+    editor.add_button.click()  # appends; a file already listed is not listed twice
+    editor.add_button.click()  # cancelled: nothing changes
+    assert form.values()["models"] == [str(fp32), str(int8), str(pruned)]
+    assert shown_rows(form) == ["fp32.onnx   (reference)", "int8.onnx", "pruned.onnx"]
+
+    editor.select(2)
+    editor.up_button.click()
+    assert form.values()["models"] == [str(fp32), str(pruned), str(int8)]
+    editor.select(0)
+    editor.down_button.click()  # the first one is the reference: moving another up makes it so
+    assert form.values()["models"] == [str(pruned), str(fp32), str(int8)]
+    assert shown_rows(form)[0] == "pruned.onnx   (reference)"
+    editor.select(2)
+    editor.remove_button.click()
+    assert form.values()["models"] == [str(pruned), str(fp32)]
+
+    form.set_values({"reference": str(fp32)})
+    assert shown_rows(form) == ["pruned.onnx", "fp32.onnx   (reference)"]
+
+
+def test_files_dropped_on_the_list_are_added_at_the_end(qtbot, tmp_path, four_models):
+    from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+    from PySide6.QtGui import QDragEnterEvent, QDropEvent
+
+    form = make_form(qtbot, base=tmp_path, spec=LIST_OF_MODELS)
+    form.set_values({"models": [str(four_models[0])]})
+    target = form.fields["models"].editor.list
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(p)) for p in four_models[2:]])
+    enter = QDragEnterEvent(target.rect().center(), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                            Qt.KeyboardModifier.NoModifier)
+    target.dragEnterEvent(enter)
+    assert enter.isAccepted()
+    drop = QDropEvent(QPointF(target.rect().center()), Qt.DropAction.CopyAction, mime, Qt.MouseButton.LeftButton,
+                      Qt.KeyboardModifier.NoModifier)
+    target.dropEvent(drop)
+    assert form.values()["models"] == [str(four_models[0]), str(four_models[2]), str(four_models[3])]
+    text_only = QMimeData()
+    text_only.setText("not a file")
+    refused = QDragEnterEvent(target.rect().center(), Qt.DropAction.CopyAction, text_only, Qt.MouseButton.LeftButton,
+                              Qt.KeyboardModifier.NoModifier)
+    target.dragEnterEvent(refused)
+    assert not refused.isAccepted()
+
+
+def test_fewer_files_than_the_list_needs_keeps_run_disabled_and_says_why_beside_it(qtbot, tmp_path, four_models):
+    window = ToolWindow(LIST_OF_MODELS, ToolInvocation("versus", {"models": [str(four_models[0])]}, str(tmp_path)))
+    qtbot.addWidget(window)
+    window.show()
+    assert not window.run_button.isEnabled()
+    assert window.describe()["run_reason"] == "Models: add at least 2 files (1 given)"
+    assert window.run_reason.isVisible() and not window.progress.isVisible()
+    assert window.form.fields["models"].error.isVisible()
+    assert window.windowTitle() == "Versus — 1 model"
+    window.form.set_values({"reference": str(four_models[3])})  # the tool adds it first: two models
+    assert window.run_button.isEnabled()
+    window.form.set_values({"reference": None})
+    assert not window.run_button.isEnabled()
+    window.form.fields["models"].editor.add_paths([str(four_models[1])])
+    assert window.run_button.isEnabled() and not window.run_reason.isVisible()
+    assert window.windowTitle() == "Versus — 2 models"
+
+    one_is_enough = ToolSpec("one", "One", "", (Param("models", "paths", "m", required=True, positional=True),),
+                             run="x:y")
+    form = make_form(qtbot, spec=one_is_enough)
+    assert form.first_problem()[1] == "Models is required"
+    form.set_values({"models": [str(four_models[0])]})
+    assert form.is_valid
+
+
+def test_the_compare_window_is_titled_by_how_many_models_it_compares(qtbot, four_models):
+    from workbench.modeltools.compare import SPEC as COMPARE
+
+    window = ToolWindow(COMPARE, ToolInvocation("compare", {"models": [str(p) for p in four_models]}))
+    qtbot.addWidget(window)
+    assert window.windowTitle() == "Compare — 4 models"
+    qtbot.wait(10)
+    screenshot(window, "tool-form-compare-list")

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 from PySide6.QtCore import Qt
 
 from workbench.modeltools.report import ReportPlot, ReportTable, ToolReport
-from workbench.modeltools.widgets.result_view import SORT_ROLE, ResultView, figure_title
+from workbench.modeltools.report import figure_label
+from workbench.modeltools.widgets.result_view import SORT_ROLE, ResultView
 
 from .conftest import screenshot
 
@@ -39,7 +41,7 @@ def test_the_figures_tables_plot_and_warnings_of_a_report_are_shown(qtbot):
     qtbot.wait(20)
     assert not view.empty.isVisible()
     assert view.findChild(type(view.title), "figure-value-max_abs_diff").full_text == "3.10e-06"
-    assert figure_title("accuracy_drop") == "Accuracy drop"
+    assert figure_label("accuracy_drop") == "Accuracy drop"
     assert [view.tabs.tabText(i) for i in range(view.tabs.count())] == ["Models", "Layers", "Latency"]
     assert view.warnings.isVisible() and "latency not measured" in view.warnings.text()
     assert "/tmp/compare.csv" in view.outputs.text()
@@ -93,3 +95,96 @@ def test_pyqtgraph_is_loaded_only_for_a_report_with_a_plot():
             "print('pyqtgraph' in sys.modules)\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.stdout.split() == ["False", "True"], result.stderr
+
+
+QUANTIZED = ToolReport(
+    tool="quantize",
+    title="Quantize model.onnx: static int8, QDQ (uint8 activations, per-channel int8 weights, MinMax calibration)",
+    figures={"mode": "static", "quantization": "static int8, QDQ (uint8 activations, MinMax calibration)",
+             "size_bytes_fp32": 164451, "size_bytes_quantized": 51957, "size_ratio": 0.3159,
+             "accuracy_fp32": 98.89, "accuracy_drop": 0.0, "latency_p50_ms_fp32": 0.0226,
+             "parameters": 40506, "cpu_int8_instructions": "amx_int8, avx512_vnni, avx2",
+             "evaluation_data": "digits: test split", "file": "/tmp/trial/runs/20261130-115638-865/outputs/model.onnx"},
+)
+
+
+def figure(view: ResultView, name: str) -> tuple[str, str]:
+    caption = view.findChild(type(view.title), f"figure-label-{name}")
+    value = view.findChild(type(view.title), f"figure-value-{name}")
+    return caption.text(), value
+
+
+def test_figure_cards_are_labelled_with_units_and_show_their_whole_value(qtbot, tmp_path):
+    view = ResultView()
+    qtbot.addWidget(view)
+    view.resize(744, 560)
+    view.show()
+    view.base_dir = Path("/tmp/trial")
+    view.set_report(QUANTIZED)
+    qtbot.wait(20)
+    expected = {"size_bytes_fp32": ("Size (fp32)", "164.5 KB"), "size_ratio": ("Size ratio", "0.316×"),
+                "accuracy_fp32": ("Accuracy fp32", "98.9 %"), "latency_p50_ms_fp32": ("Latency p50 (fp32)", "0.0226 ms"),
+                "parameters": ("Parameters", "40,506"), "accuracy_drop": ("Accuracy drop", "0 points"),
+                "cpu_int8_instructions": ("CPU int8 instructions", "amx_int8, avx512_vnni, avx2")}
+    for name, (label, text) in expected.items():
+        caption, value = figure(view, name)
+        assert (caption, value.text()) == (label, text)
+    for name in QUANTIZED.figures:
+        caption, value = figure(view, name)
+        # Nothing cut: a value fits its card, wraps, or (a path) is elided with the whole as tooltip.
+        fits = value.fontMetrics().horizontalAdvance(value.text()) <= value.width() or value.wordWrap()
+        assert fits or "…" in value.text(), name
+        if value.wordWrap():
+            assert value.height() >= value.heightForWidth(value.width())
+        if "…" in value.text():
+            assert value.full_text in value.toolTip()
+    assert figure(view, "file")[1].full_text == "runs/20261130-115638-865/outputs/model.onnx"
+    assert figure(view, "quantization")[1].text() == QUANTIZED.figures["quantization"]
+    screenshot(view, "result-view-figures")
+
+
+def wide_table() -> ToolReport:
+    columns = ["model", "runtime", "size (bytes)", "size ratio", "accuracy %", "agreement %", "max abs diff",
+               "p50 batch 1 (ms)", "p90 batch 1 (ms)", "p50 batch 32 (ms)", "p90 batch 32 (ms)"]
+    rows = [["model.onnx", "onnxruntime", 164451, 1, 98.89, 100, 0, 0.0245, 0.0257, 0.3492, 0.3705],
+            ["model.pruned.onnx", "onnxruntime", 61380, 0.3732, 45.93, 45.93, 9.563, 0.0231, 0.0354, 0.199, 0.2305]]
+    return ToolReport("compare", "Compare", figures={"variants": 1}, tables=[ReportTable("Variants", columns, rows)])
+
+
+def test_table_columns_are_as_wide_as_their_content_and_a_wide_table_scrolls_sideways(qtbot):
+    view = ResultView()
+    qtbot.addWidget(view)
+    view.resize(728, 560)
+    view.show()
+    view.set_report(wide_table())
+    qtbot.wait(20)
+    table = view.table_views[0]
+    header = table.horizontalHeader()
+    assert not header.stretchLastSection()
+    for column in range(table.model().columnCount()):
+        assert table.columnWidth(column) >= header.sectionSizeHint(column)  # the header reads whole
+        assert table.columnWidth(column) >= table.sizeHintForColumn(column)  # and every cell
+    assert table.horizontalScrollBar().maximum() > 0
+    # The table's own scroll bar is on screen: the report does not scroll it away.
+    assert table.horizontalScrollBar().isVisible()
+    assert view.scroll.verticalScrollBar().maximum() == 0
+
+
+def test_a_chart_legend_sits_above_the_plot_in_dark_text_with_a_swatch_per_series(qtbot):
+    view = ResultView()
+    qtbot.addWidget(view)
+    view.resize(760, 520)
+    view.show()
+    view.set_report(REPORT)
+    view.tabs.setCurrentIndex(2)
+    qtbot.wait(50)
+    holder = view.plot_widgets[0]
+    assert holder.plot.getPlotItem().legend is None  # nothing drawn over the bars
+    legend = holder.legend
+    swatches = legend.findChildren(type(view.title), "legend-swatch")
+    names = legend.findChildren(type(view.title), "legend-name")
+    assert [n.text() for n in names] == ["fp32", "int8"]
+    assert [s.colour for s in swatches] == ["#3b76c4", "#e08a2c"] and all(s.isVisible() for s in swatches)
+    assert all(n.palette().color(n.foregroundRole()).lightness() < 80 for n in names)
+    assert legend.geometry().bottom() < holder.plot.geometry().top()
+    screenshot(view, "result-view-legend")

@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QSettings, Qt
 
 from tests.app.conftest import is_alive
 from workbench.modeltools.params import ToolInvocation
@@ -23,11 +23,14 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def make_window(qtbot, tools):
+def make_window(qtbot, tools, tmp_path):
+    settings_file = tmp_path / "tool-windows.ini"
+
     def make(tool: str, values: dict, project: Path | None = None, job_command=None) -> ToolWindow:
         tasks = TaskRunner()
         window = ToolWindow(get_tool(tool), ToolInvocation(tool, values, str(project) if project else None),
-                            job_command=job_command, tasks=tasks)
+                            job_command=job_command, tasks=tasks,
+                            settings=QSettings(str(settings_file), QSettings.Format.IniFormat))
         tasks.setParent(window)
         qtbot.addWidget(window)
         window.show()
@@ -50,10 +53,13 @@ def text_file(tmp_path) -> Path:
     return path
 
 
-def test_inspect_on_a_real_onnx_model_ends_with_its_report_in_sortable_tables(qtbot, make_window, tiny_onnx):
+def test_inspect_runs_on_opening_and_ends_with_its_report_in_sortable_tables(qtbot, make_window, tiny_onnx):
     window = make_window("inspect", {"model": str(tiny_onnx)})
     assert window.windowTitle() == "Inspect — tiny.onnx"
-    assert run_to_end(qtbot, window) == "succeeded", window.describe()["log"]
+    qtbot.waitUntil(lambda: window.state == "running", timeout=TIMEOUT_MS)  # nothing to choose: no Run needed
+    qtbot.waitUntil(lambda: window.state != "running", timeout=TIMEOUT_MS)
+    assert window.state == "succeeded", window.describe()["log"]
+    assert window.form_folded and window.folded_text.full_text == "tiny.onnx  ·  default settings"
     assert window.progress.text() == "Done"
     assert not window.banner.isVisible()
     report = window.report
@@ -175,3 +181,76 @@ def test_the_job_command_can_be_replaced_and_stray_lines_go_to_the_log(qtbot, ma
     log = window.log_view.toPlainText()
     assert "a library printed this" in log and "to the log" in log
     assert window.report.title == "Fake done" and window.report.figures["given"] == str(text_file)
+
+
+def test_running_again_keeps_the_last_report_marked_as_the_previous_runs_until_a_new_one_comes(
+        qtbot, make_window, text_file):
+    window = make_window("count", {"model": str(text_file), "steps": 2})
+    assert run_to_end(qtbot, window) == "succeeded"
+    first = window.result_view.report
+    assert first.title == "Counted 2 steps" and not window.result_view.shows_previous
+
+    window.form.set_values({"steps": 2000, "delay": 0.02})
+    window.run()
+    qtbot.waitUntil(lambda: window.stage_text == "Counting", timeout=TIMEOUT_MS)
+    assert window.result_view.report is first and window.result_view.shows_previous
+    assert window.result_view.previous_note.isVisible()
+    assert window.describe()["previous_report_shown"] is True and window.describe()["report"] is None
+    window.cancel()
+    qtbot.waitUntil(lambda: window.state == "cancelled", timeout=TIMEOUT_MS)
+    assert window.result_view.report is first and window.result_view.figures.isVisible()
+    assert "the last run cancelled" in window.result_view.previous_note.text()
+    screenshot(window, "tool-window-previous-report")
+
+    window.form.set_values({"steps": 3, "delay": 0.0})
+    assert run_to_end(qtbot, window) == "succeeded"
+    assert window.result_view.report.title == "Counted 3 steps" and not window.result_view.shows_previous
+
+
+def test_after_a_run_the_form_folds_to_one_line_and_edit_brings_it_back(qtbot, make_window, text_file):
+    window = make_window("count", {"model": str(text_file), "steps": 2, "verbose": False})
+    form_height = window.splitter.sizes()[0]
+    assert run_to_end(qtbot, window) == "succeeded"
+    assert window.form_folded and not window.form_scroll.isVisible() and window.folded_bar.isVisible()
+    assert window.folded_text.full_text == "steps.txt  ·  Steps: 2  ·  Verbose: off"
+    top, report = window.splitter.sizes()
+    assert report > 3 * top  # the report has the height now
+    qtbot.wait(20)
+    screenshot(window, "tool-window-folded-form")
+    window.edit_button.click()
+    assert not window.form_folded and window.form_scroll.isVisible()
+    assert window.splitter.sizes()[0] >= min(form_height, 300)
+    window.form.set_values({"steps": 3})
+    assert run_to_end(qtbot, window) == "succeeded" and window.form_folded
+
+
+def test_a_failed_run_unfolds_the_form_and_fixing_the_form_clears_the_banner(qtbot, make_window, text_file):
+    window = make_window("count", {"model": str(text_file), "steps": 2})
+    assert run_to_end(qtbot, window) == "succeeded" and window.form_folded
+    window.form.set_values({"behaviour": "fail"})
+    assert run_to_end(qtbot, window) == "failed"
+    assert not window.form_folded and window.banner.isVisible()
+    window.form.set_values({"behaviour": "none"})
+    assert not window.banner.isVisible()  # the failure was about the values the form no longer has
+
+
+def test_the_log_starts_with_the_cli_command_to_copy(qtbot, make_window, text_file):
+    window = make_window("count", {"model": str(text_file), "steps": 2, "verbose": False})
+    assert run_to_end(qtbot, window) == "succeeded"
+    first = window.log_view.toPlainText().splitlines()[0]
+    assert first == f"$ workbench model count {text_file} --steps 2 --no-verbose"
+
+
+def test_a_produced_model_is_named_in_the_title_and_the_report_relative_to_the_project(qtbot, make_window,
+                                                                                      model_project):
+    part = model_project / "notes.txt"
+    part.write_text("a\n")
+    target = model_project / "exported" / "merged.onnx"
+    window = make_window("merge", {"paths": [str(part), str(part)], "output": str(target)}, project=model_project)
+    assert run_to_end(qtbot, window) == "succeeded"
+    assert window.windowTitle() == "Merge — 2 files"
+    assert window.result_view.outputs.text() == "Written: exported/merged.onnx"
+    count = make_window("count", {"model": str(part), "output": str(model_project / "exported" / "n.onnx")},
+                        project=model_project)
+    assert run_to_end(qtbot, count) == "succeeded"
+    assert count.windowTitle() == "Count — notes.txt → exported/n.onnx"

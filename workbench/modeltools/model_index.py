@@ -12,8 +12,13 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# The file kinds a model tool opens, most wanted first.
-MODEL_SUFFIXES = (".onnx", ".pt", ".pth", ".ckpt", ".safetensors", ".tflite", ".mnn", ".bin")
+# The file kinds a model tool opens, most wanted first (every suffix a built-in tool applies to
+# is here: .pt2 is an ExportedProgram, .ts and .torchscript are TorchScript).
+MODEL_SUFFIXES = (".onnx", ".pt", ".pth", ".pt2", ".ckpt", ".safetensors", ".tflite", ".mnn", ".bin",
+                  ".torchscript", ".ts")
+# Suffixes other files use too: such a file is a model only when it starts with these bytes
+# (a TorchScript file is a zip archive; a TypeScript source is not).
+CONTENT_CHECKED = {".ts": (b"PK\x03\x04",)}
 
 # Folders never walked, wherever they are: they hold tools, caches and state, not models.
 SKIPPED_FOLDERS = frozenset({".git", ".workbench", ".venv", "venv", "node_modules", "__pycache__",
@@ -57,9 +62,27 @@ class ModelGroup:
 
 
 def is_model_file(path: Path | str) -> bool:
-    """True for a file name with a model suffix that is not a hidden or temporary file."""
+    """True for a file with a model suffix that is not a hidden or temporary file. A suffix
+    other files use too (``.ts``) also needs the file's first bytes to be a model's."""
     name = Path(path).name
-    return not name.startswith(".") and Path(name).suffix.lower() in MODEL_SUFFIXES
+    suffix = Path(name).suffix.lower()
+    if name.startswith(".") or suffix not in MODEL_SUFFIXES:
+        return False
+    return suffix not in CONTENT_CHECKED or starts_like_a_model(path)
+
+
+def starts_like_a_model(path: Path | str) -> bool:
+    """Whether the file at ``path`` begins as a model of its suffix does (True for a suffix
+    that needs no look inside; False when the file cannot be read)."""
+    magics = CONTENT_CHECKED.get(Path(path).suffix.lower())
+    if not magics:
+        return True
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(max(len(m) for m in magics))
+    except OSError:
+        return False
+    return any(head.startswith(magic) for magic in magics)
 
 
 def model_among(paths: list[str]) -> str | None:
@@ -78,6 +101,34 @@ def run_id_of(root: Path, path: Path) -> str | None:
     except ValueError:
         return None
     return parts[1] if len(parts) > 2 and parts[0] == RUNS_FOLDER else None
+
+
+def name_in_project(root: Path | str | None, path: Path | str) -> str:
+    """How the project names ``path``: relative to the project's folder
+    (``runs/<id>/outputs/model.onnx``, ``exported/base.onnx``); outside the project (or without
+    one), the file's name."""
+    path = Path(path)
+    if root is not None:
+        try:
+            return path.resolve().relative_to(Path(root).resolve()).as_posix()
+        except (OSError, ValueError):
+            pass
+    return path.name
+
+
+def name_in_run(root: Path | str | None, path: Path | str) -> tuple[str, str | None]:
+    """``(name, run id)``: a run's model named relative to the run's outputs folder, as the
+    Models panel lists it under its run; any other model as ``name_in_project`` names it
+    (run id None)."""
+    path = Path(path)
+    run_id = run_id_of(Path(root), path) if root is not None else None
+    if run_id is not None:
+        for folder in RUN_MODEL_FOLDERS:
+            try:
+                return path.relative_to(Path(root) / RUNS_FOLDER / run_id / folder).as_posix(), run_id
+            except ValueError:
+                continue
+    return name_in_project(root, path), run_id
 
 
 def list_models(root: Path | str) -> list[ModelFile]:
@@ -113,7 +164,7 @@ def _walk(root: Path, folder: Path, found: list[ModelFile], budget: list[int], i
             else:
                 _walk(root, Path(entry.path), found, budget, in_run)
             continue
-        if is_model_file(name):
+        if is_model_file(entry.path):
             try:
                 stat = entry.stat()
             except OSError:

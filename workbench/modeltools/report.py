@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,10 +115,13 @@ class ToolReport:
         return "\n".join(parts)
 
     def to_text(self) -> str:
-        """The report as a terminal shows it: figures, then each table aligned in columns."""
+        """The report as a terminal shows it: figures as people read them ("Size (fp32)  164.5
+        KB"), then each table aligned in columns. ``to_json`` keeps the raw names and values."""
         lines = [self.title]
-        width = max((len(n) for n in self.figures), default=0)
-        lines += [f"  {name.ljust(width)}  {format_cell(value)}" for name, value in self.figures.items()]
+        labels = {name: figure_label(name) for name in self.figures}
+        width = max((len(label) for label in labels.values()), default=0)
+        lines += [f"  {labels[name].ljust(width)}  {format_figure(name, value)}"
+                  for name, value in self.figures.items()]
         for table in self.tables:
             lines += ["", table.title]
             cells = [table.columns] + [[format_cell(c) for c in row] for row in table.rows]
@@ -138,3 +142,94 @@ def format_cell(value: Any) -> str:
             return f"{value:.2e}"
         return f"{value:.4g}"
     return str(value)
+
+
+# Words of a figure's name spelled as people write them.
+ACRONYMS = {"macs": "MACs", "onnx": "ONNX", "mnn": "MNN", "cpu": "CPU", "gpu": "GPU", "ir": "IR",
+            "fp32": "fp32", "fp16": "fp16", "bf16": "bf16", "int8": "int8", "uint8": "uint8",
+            "int4": "int4", "p50": "p50", "p90": "p90", "p95": "p95", "p99": "p99", "kb": "KB",
+            "mb": "MB", "gb": "GB", "ms": "ms", "csv": "CSV", "npz": "npz", "qdq": "QDQ"}
+# Words naming a figure's unit: the value shows the unit, so the label leaves it out.
+UNIT_WORDS = frozenset({"bytes", "ms", "kb", "mb", "gb", "pct", "percent", "seconds"})
+PERCENT_WORDS = frozenset({"accuracy", "agreement", "sparsity", "pct", "percent"})
+# A size named ``*_kb`` is in KiB (the tools divide bytes by 1024).
+SIZE_SCALES = {"kb": 1024, "mb": 1024 ** 2, "gb": 1024 ** 3}
+
+
+def figure_label(name: str) -> str:
+    """A figure's name as a label: ``max_abs_diff`` → "Max abs diff", ``cpu_int8_instructions``
+    → "CPU int8 instructions". The unit goes (the value carries it) and what follows it becomes
+    a qualifier: ``size_bytes_fp32`` → "Size (fp32)", ``latency_p50_ms_before`` → "Latency p50
+    (before)"."""
+    words = [w for w in str(name).split("_") if w]
+    if not words:
+        return str(name)
+    qualifier: list[str] = []
+    for index, word in enumerate(words):
+        if index and word.lower() in UNIT_WORDS:
+            words, qualifier = words[:index], words[index + 1:]
+            break
+    spelled = [ACRONYMS.get(w.lower(), w) for w in words]
+    first = spelled[0]
+    if words[0].lower() not in ACRONYMS:
+        spelled[0] = first[:1].upper() + first[1:]
+    label = " ".join(spelled)
+    if qualifier:
+        label += " (" + " ".join(ACRONYMS.get(w.lower(), w) for w in qualifier) + ")"
+    return label
+
+
+def format_figure(name: str, value: Any) -> str:
+    """A figure's value with the unit its name tells: sizes (``*_bytes``, ``size*``, ``*_kb``)
+    as "164.5 KB", times (``*_ms``) as "0.0213 ms", accuracy, agreement, sparsity and
+    ``*_percent`` as "98.9 %" (a drop of them in points), ratios as "0.316×", whole numbers with
+    thousands separators ("40,506"), lists joined with commas."""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(format_figure(name, v) for v in value) or "–"
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return format_cell(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return format_cell(value)
+    words = [w for w in str(name).lower().split("_") if w]
+    if "ratio" in words:
+        return f"{value:.3g}×"
+    scale = next((SIZE_SCALES[w] for w in words if w in SIZE_SCALES), None)
+    if scale is not None or "bytes" in words or words[:1] == ["size"]:
+        return format_size(value * (scale or 1))
+    if "ms" in words:
+        return f"{_significant(value)} ms"
+    if "seconds" in words:
+        return f"{_significant(value)} s"
+    if PERCENT_WORDS & set(words):
+        number = _percent_number(value)
+        return f"{number} points" if "drop" in words else f"{number} %"
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer() and abs(value) >= 1e4):
+        return f"{int(value):,}"
+    return format_cell(value)
+
+
+def format_size(size: float) -> str:
+    """Bytes as "164.5 KB" or "1.2 MB" (1 KB = 1000 bytes, as file managers count)."""
+    value = float(size)
+    if abs(value) < 1000:
+        return f"{value:.0f} B"
+    for unit in ("KB", "MB", "GB", "TB"):
+        value /= 1000
+        if abs(value) < 999.95 or unit == "TB":
+            return f"{value:.1f} {unit}"
+    return f"{size} B"
+
+
+def _significant(value: float) -> str:
+    """Three significant digits, whole numbers from 100 up ("0.0213", "4.74", "1,534")."""
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.3g}"
+
+
+def _percent_number(value: float) -> str:
+    if float(value).is_integer():
+        return f"{value:.0f}"
+    if 0 < abs(value) < 0.1:
+        return f"{value:.2g}"
+    return f"{value:.1f}"

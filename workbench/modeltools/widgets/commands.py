@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from workbench.ipc.messages import HUB_OPEN_TOOL
+from workbench.modeltools.model_index import starts_like_a_model
 from workbench.modeltools.params import ToolSpec
 
 log = logging.getLogger(__name__)
@@ -66,8 +67,10 @@ def prefill(spec: ToolSpec, paths: list[Path | str]) -> dict:
 
 
 def applies(spec: ToolSpec, path: Path | str) -> bool:
+    """Whether ``spec`` takes the file at ``path``: by its suffix, and for a suffix other files
+    use too (``.ts``: TypeScript or TorchScript) by its first bytes, as the Models panel lists it."""
     path = Path(path)
-    return path.suffix.lower() in spec.applies_to
+    return path.suffix.lower() in spec.applies_to and starts_like_a_model(path)
 
 
 class ToolOpener:

@@ -4,14 +4,18 @@ tensors, placed by workbench.modeltools.graph_layout.
 Kept fast on graphs of a thousand operators: one plain item per box (a rectangle and its label,
 no shadow or effect), all arrows in two path items, and the labels left out when zoomed so far
 out that they would be unreadable anyway. The node's detail (attributes, weights, output
-shapes) is its tooltip.
+shapes) is its tooltip, and a click shows it in the panel beside the graph with the tensors that
+come in and go out.
 """
 
 from __future__ import annotations
 
+from html import escape
+
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QPainter, QPainterPath, QPen
 from PySide6.QtWidgets import (
+    QFrame,
     QGraphicsItem,
     QGraphicsPathItem,
     QGraphicsScene,
@@ -19,6 +23,8 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QScrollArea,
+    QSplitter,
     QStyleOptionGraphicsItem,
     QToolButton,
     QVBoxLayout,
@@ -28,6 +34,9 @@ from PySide6.QtWidgets import (
 # Below this scale the labels are not drawn (they would be a few pixels high).
 LABEL_MIN_SCALE = 0.45
 ARROW_SIZE = 5.0
+# Room left around the graph when it is fitted in the view.
+FIT_MARGIN = 12
+DETAILS_WIDTH = 260
 
 KIND_COLOURS = {"input": ("#e3f3e6", "#4d9a5f"), "output": ("#fdeedd", "#c9822f")}
 FAMILY_COLOURS = (
@@ -144,16 +153,29 @@ class GraphView(QGraphicsView):
             scene.addItem(item)
             self.node_items[node.id] = item
         scene.setSceneRect(QRectF(0, 0, max(layout.width, 1.0), max(layout.height, 1.0)))
-        self.fit()
+        self.fit_width()
 
     def fit(self) -> None:
-        """Zoom so the whole graph's width fits (a tall graph then scrolls), never above 1:1."""
+        """Zoom so the whole graph shows, its width and its height, never above 1:1."""
         rect = self.scene().sceneRect()
         if rect.isEmpty():
             return
         self.resetTransform()
         view = self.viewport().rect()
-        scale = min(1.0, max(view.width() - 20, 50) / rect.width())
+        scale = min(1.0, max(view.width() - 2 * FIT_MARGIN, 50) / rect.width(),
+                    max(view.height() - 2 * FIT_MARGIN, 50) / rect.height())
+        self.scale(scale, scale)
+        self.centerOn(rect.center())
+
+    def fit_width(self) -> None:
+        """Zoom so the graph's width fits (a tall graph then scrolls from its top), never above
+        1:1: how a graph first shows, its boxes readable."""
+        rect = self.scene().sceneRect()
+        if rect.isEmpty():
+            return
+        self.resetTransform()
+        view = self.viewport().rect()
+        scale = min(1.0, max(view.width() - 2 * FIT_MARGIN, 50) / rect.width())
         self.scale(scale, scale)
         self.centerOn(rect.center().x(), rect.top())
 
@@ -193,6 +215,8 @@ class GraphView(QGraphicsView):
         selected = self.scene().selectedItems()
         if selected and isinstance(selected[0], NodeItem):
             self.sig_node_selected.emit(selected[0].node_id)
+        elif not selected:
+            self.sig_node_selected.emit("")
 
 
 def _arrow_head(path: QPainterPath, before: QPointF, tip: QPointF) -> None:
@@ -209,15 +233,75 @@ def _arrow_head(path: QPainterPath, before: QPointF, tip: QPointF) -> None:
     path.closeSubpath()
 
 
+def node_details_html(graph, node_id: str) -> str:
+    """What the details panel says of a node: its operator and name, its detail lines
+    (attributes, weights), and the tensors coming in and going out with their shapes."""
+    node = graph.node(node_id)
+    names = {n.id: n.name or n.label for n in graph.nodes}
+    parts = [f"<b style='font-size: 13px;'>{escape(node.label)}</b>"]
+    if node.name and node.name != node.label:
+        parts.append(f"<div style='color: #5f6b7a;'>{escape(node.name)}</div>")
+    lines = [line for line in node.detail.splitlines() if line.strip()]
+    if lines and lines[0].split()[:1] == [node.label]:
+        lines = lines[1:]  # the tooltip's first line repeats the operator and name
+    if lines:
+        parts.append("<div style='margin-top: 6px;'>" + "<br>".join(escape(line) for line in lines) + "</div>")
+    incoming = [e for e in graph.edges if e.dst == node_id]
+    outgoing = [e for e in graph.edges if e.src == node_id]
+    for title, edges, other in (("Inputs", incoming, "src"), ("Outputs", outgoing, "dst")):
+        if not edges:
+            continue
+        rows = [f"{escape(e.tensor)}: {escape(e.shape_text())}"
+                f" <span style='color: #6b7686;'>{'from' if other == 'src' else 'to'} "
+                f"{escape(names.get(getattr(e, other), getattr(e, other)))}</span>" for e in edges]
+        parts.append(f"<div style='margin-top: 8px; font-weight: 600;'>{title}</div><div>{'<br>'.join(rows)}</div>")
+    return "".join(parts)
+
+
+class NodeDetails(QFrame):
+    """The panel beside the graph: the clicked node's details, text that can be selected and
+    copied."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("graph-node-details")
+        self.setStyleSheet("#graph-node-details { background: #ffffff; border-left: 1px solid #dde2ea; }")
+        self.text = QLabel("")
+        self.text.setObjectName("graph-node-details-text")
+        self.text.setWordWrap(True)
+        self.text.setTextFormat(Qt.TextFormat.RichText)
+        self.text.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.text.setStyleSheet("color: #1d2530; background: #ffffff; padding: 8px;")
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setWidget(self.text)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(scroll)
+        self.show_hint()
+
+    def show_hint(self) -> None:
+        self.text.setText("<span style='color: #6b6b6b;'>Click a box to see its attributes, weights "
+                          "and tensors here.</span>")
+
+    def show_html(self, html: str) -> None:
+        self.text.setText(html)
+
+
 class GraphPanel(QWidget):
-    """The Graph tab: a find box, zoom buttons, a count, and the view. ``load(path)`` reads and
-    lays out the model off the GUI thread (onnx is imported there, in the tool window's process
-    only)."""
+    """The Graph tab: a find box, zoom buttons, a count, the view and the details of the node
+    clicked. ``load(path)`` reads and lays out the model off the GUI thread (onnx is imported
+    there, in the tool window's process only)."""
 
     def __init__(self, tasks, parent: QWidget | None = None):
         super().__init__(parent)
         self._tasks = tasks
         self.view = GraphView()
+        self.view.sig_node_selected.connect(self._show_details)
+        self.details = NodeDetails()
         self.status = QLabel("")
         self.status.setObjectName("graph-status")
         self.status.setStyleSheet("color: #6b6b6b;")
@@ -230,17 +314,24 @@ class GraphPanel(QWidget):
         bar.addWidget(self.find_box, 1)
         for text, tip, action in (("−", "Zoom out", lambda: self.view.zoom(1 / 1.25)),
                                   ("+", "Zoom in", lambda: self.view.zoom(1.25)),
-                                  ("Fit", "Fit the graph's width", self.view.fit)):
+                                  ("Fit", "Show the whole graph", self.view.fit)):
             button = QToolButton()
             button.setText(text)
+            button.setObjectName(f"graph-{'fit' if text == 'Fit' else 'zoom'}")
             button.setToolTip(tip)
             button.clicked.connect(action)
             bar.addWidget(button)
         bar.addWidget(self.status)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.addWidget(self.view)
+        self.splitter.addWidget(self.details)
+        self.splitter.setStretchFactor(0, 1)
+        self.splitter.setStretchFactor(1, 0)
+        self.splitter.setSizes([600, DETAILS_WIDTH])
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 4, 0, 0)
         layout.addLayout(bar)
-        layout.addWidget(self.view, 1)
+        layout.addWidget(self.splitter, 1)
         self.loaded_path: str | None = None
         self.graph = None
 
@@ -251,12 +342,23 @@ class GraphPanel(QWidget):
         self.status.setText("Reading the graph…")
         self._tasks.run("modeltools.graph", _read_graph, path, on_done=self._show, on_error=self._failed)
 
-    def _show(self, result) -> None:
-        graph, placed = result
+    def show_graph(self, graph, placed) -> None:
+        """Show ``graph`` laid out as ``placed`` (what ``load`` does once the file is read)."""
         self.graph = graph
         self.view.set_graph(graph, placed)
+        self.details.show_hint()
         operators = sum(1 for n in graph.nodes if n.kind == "op")
         self.status.setText(f"{operators} operators")
+
+    def _show(self, result) -> None:
+        graph, placed = result
+        self.show_graph(graph, placed)
+
+    def _show_details(self, node_id: str) -> None:
+        if not node_id or self.graph is None:
+            self.details.show_hint()
+            return
+        self.details.show_html(node_details_html(self.graph, node_id))
 
     def _failed(self, error: Exception) -> None:
         self.loaded_path = None

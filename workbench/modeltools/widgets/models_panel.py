@@ -31,8 +31,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workbench.modeltools.model_index import ModelFile, group_by_run, list_models, run_id_of, watched_folders
+from workbench.modeltools.model_index import ModelFile, group_by_run, list_models, name_in_run, watched_folders
 from workbench.modeltools.params import ToolSpec
+from workbench.modeltools.report import format_size
+from workbench.modeltools.widgets.commands import applies
 
 RESCAN_MS = 15_000
 WATCH_DEBOUNCE_MS = 400
@@ -41,12 +43,8 @@ GROUP_ROLE = Qt.ItemDataRole.UserRole + 2
 
 
 def human_size(size: int) -> str:
-    value = float(size)
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{size} B"
+    """A file's size as the reports give it ("164.5 KB"), so a model reads the same here and there."""
+    return format_size(size)
 
 
 def human_time(stamp: float, now: float | None = None) -> str:
@@ -236,14 +234,7 @@ class ModelsPanel(QWidget):
         self.stack.setCurrentWidget(self.tree if self.models else self.empty)
 
     def _shown_name(self, model: ModelFile) -> str:
-        if model.run_id:
-            base = self.root / "runs" / model.run_id / "outputs"
-        else:
-            base = self.root
-        try:
-            return model.path.relative_to(base).as_posix()
-        except ValueError:
-            return model.name
+        return name_in_run(self.root, model.path)[0]
 
     def items(self) -> list[QTreeWidgetItem]:
         found = []
@@ -288,12 +279,13 @@ class ModelsPanel(QWidget):
         """Tell that ``path`` was produced, and select it once the list has it."""
         path = str(Path(path))
         spec = self.tools.get(tool or "")
-        who = spec.title if spec is not None else "A tool"
-        run_id = run_id_of(self.root, Path(path))
+        # Named as the list names it: under its run relative to the run's outputs, else relative
+        # to the project (never the absolute path, which is the tooltip).
+        name, run_id = name_in_run(self.root, Path(path))
         where = f" in run {run_id}" if run_id else ""
         self.notice.path = path
-        self.notice.label.setText(f"{who} produced {Path(path).name}{where}" if spec is not None
-                                  else f"Model produced: {Path(path).name}{where}")
+        self.notice.label.setText(f"{spec.title} produced {name}{where}" if spec is not None
+                                  else f"Model produced: {name}{where}")
         self.notice.label.setToolTip(path)
         self.notice.inspect_button.setVisible(self._default_tool(Path(path)) is not None)
         self.notice.show()
@@ -304,8 +296,8 @@ class ModelsPanel(QWidget):
     # --- menus --------------------------------------------------------------------------------
 
     def tools_for(self, path: Path) -> list[ToolSpec]:
-        suffix = Path(path).suffix.lower()
-        return [spec for spec in self.tools.values() if suffix in spec.applies_to]
+        """The tools the right-click offers on ``path``: the same as the Explorer's."""
+        return [spec for spec in self.tools.values() if applies(spec, path)]
 
     def context_menu_for(self, paths: list[Path]) -> QMenu:
         """The right-click menu for ``paths``. Actions have object names (``tool-<name>``,

@@ -2,11 +2,16 @@
 the CLI take the same parameters and check them the same way.
 
 One editor per parameter: a path gets a line edit and Browse… (a save dialog for an output), a
-list of paths a line edit of comma-separated paths and a multi-file Browse…, a flag a check box,
-a choice a combo box, numbers spin boxes bounded by the parameter's minimum and maximum, text
-and lists line edits. The help is the tooltip and a grey line under the editor. Parameters sit
-in their groups; the advanced ones in a folded "Advanced" section. A value that does not parse
-is shown under its editor and the form is invalid until it is fixed.
+list of paths a list of files with Add…, Remove and Move (path_list), a flag a check box, a choice
+a combo box, numbers spin boxes bounded by the parameter's minimum and maximum, text and lists
+line edits. Combo and spin boxes take the wheel only once focused, so scrolling the form never
+changes a value. The help is the tooltip and a grey line under the editor. Parameters sit in
+their groups; the advanced ones in a folded "Advanced" section. A value that does not parse is
+shown under its editor and the form is invalid until it is fixed.
+
+A list of paths needs ``Param.minimum`` files when the parameter sets it (``minimum=2`` for models
+compared with each other), else one when it is required; a reference parameter naming a file
+outside the list counts as one of them, since the tool adds it first.
 """
 
 from __future__ import annotations
@@ -32,7 +37,10 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.modeltools.errors import ModelToolError
+from workbench.modeltools.model_index import name_in_project
 from workbench.modeltools.params import Param, ToolSpec
+from workbench.modeltools.widgets.path_list import PathListEditor
+from workbench.modeltools.widgets.scrolling import WheelGuard
 
 INT_LIMIT = 2**31 - 1
 FLOAT_LIMIT = 1e12
@@ -42,6 +50,9 @@ NOT_SET = "auto"
 HINT_STYLE = "color: #6b6b6b; font-size: 11px;"
 ERROR_STYLE = "color: #b3261e; font-size: 11px;"
 SECTION_STYLE = "font-weight: 600; color: #333;"
+REFERENCE_PARAM = "reference"
+"""A path parameter of this name picks the file of a list the others are measured against; the
+list marks it (its first file while it is empty)."""
 
 
 class _FloatSpinBox(QDoubleSpinBox):
@@ -105,10 +116,10 @@ class ParamField:
         else:
             row.addWidget(self.editor, 1)
         self.browse: QPushButton | None = None
-        if param.type in ("path", "paths"):
+        if param.type == "path":
             self.browse = QPushButton("Browse…")
             self.browse.setObjectName(f"browse-{param.name}")
-            self.browse.setToolTip("Choose the file" + ("s" if param.type == "paths" else ""))
+            self.browse.setToolTip("Choose the file")
             self.browse.clicked.connect(self._browse)
             row.addWidget(self.browse)
         column.addLayout(row)
@@ -142,6 +153,14 @@ class ParamField:
                 editor.addItem(choice, choice)
             editor.setMinimumWidth(200)
             editor.currentIndexChanged.connect(self.form._changed)
+            self.form.wheel_guard.guard(editor)
+            return editor
+        if param.type == "paths":
+            editor = PathListEditor(param.help)
+            editor.ask_files = self._ask_files
+            editor.shown_name = self._shown_name
+            editor.exists = lambda path: self.form.absolute(Path(path)).exists()
+            editor.sig_changed.connect(self.form._changed)
             return editor
         if param.type == "int":
             editor = QSpinBox()
@@ -153,6 +172,7 @@ class ParamField:
             editor.setRange(low, high)
             editor.valueChanged.connect(self.form._changed)
             editor.setMinimumWidth(140)
+            self.form.wheel_guard.guard(editor)
             return editor
         if param.type == "float":
             editor = _FloatSpinBox()
@@ -166,6 +186,7 @@ class ParamField:
             editor.setRange(low, high)
             editor.valueChanged.connect(self.form._changed)
             editor.setMinimumWidth(140)
+            self.form.wheel_guard.guard(editor)
             return editor
         editor = QLineEdit()
         editor.setClearButtonEnabled(param.type != "str")
@@ -177,11 +198,19 @@ class ParamField:
     def optional_number(self) -> bool:
         return self.param.type in ("int", "float") and self.param.default is None
 
+    @property
+    def needed_files(self) -> int:
+        """How many files a list of paths needs: the parameter's minimum, else one when it is
+        required."""
+        if self.param.minimum is not None:
+            return int(self.param.minimum)
+        return 1 if self.param.required else 0
+
     def _placeholder(self) -> str:
         param = self.param
         if param.is_output:
             return "beside the input (default)"
-        if param.type in ("paths", "strings"):
+        if param.type == "strings":
             return "comma-separated" + ("" if param.required else " (optional)")
         if param.type == "path":
             return "required" if param.required else "optional"
@@ -190,13 +219,8 @@ class ParamField:
     def _browse(self) -> None:
         param = self.param
         start = self.form.browse_folder(self.get())
-        patterns = " ".join(f"*{s}" for s in param.suffixes)
-        filters = f"{param.title} ({patterns});;All files (*)" if patterns else "All files (*)"
-        if param.type == "paths":
-            chosen = self.form.ask_open_files(param.title, start, filters)
-            if chosen:
-                self.set(chosen)
-        elif param.is_output:
+        filters = self._filters()
+        if param.is_output:
             chosen = self.form.ask_save_file(param.title, start, filters)
             if chosen:
                 self.set(chosen)
@@ -205,11 +229,28 @@ class ParamField:
             if chosen:
                 self.set(chosen)
 
+    def _shown_name(self, path: str) -> str:
+        """A file of a list as the project names it (the whole path outside a project)."""
+        if self.form.base_dir is None:
+            return path
+        return name_in_project(self.form.base_dir, self.form.absolute(Path(path)))
+
+    def _filters(self) -> str:
+        param = self.param
+        patterns = " ".join(f"*{s}" for s in param.suffixes)
+        return f"{param.title} ({patterns});;All files (*)" if patterns else "All files (*)"
+
+    def _ask_files(self) -> list[str]:
+        return self.form.ask_open_files(self.param.title, self.form.browse_folder(self.get()), self._filters())
+
     # --- values -------------------------------------------------------------------------------
 
     def get(self) -> Any:
-        """The value as the form holds it: text for paths and lists, None when not set."""
+        """The value as the form holds it: text for a path and lists of words, a list for a list
+        of paths, None when not set."""
         editor, kind = self.editor, self.param.type
+        if kind == "paths":
+            return editor.paths() or None
         if kind == "bool":
             return editor.isChecked()
         if kind == "choice":
@@ -230,6 +271,9 @@ class ParamField:
             elif kind == "choice":
                 index = 0 if value is None else editor.findText(str(value))
                 editor.setCurrentIndex(max(index, 0))
+            elif kind == "paths":
+                items = value if isinstance(value, (list, tuple)) else str(value or "").split(",")
+                editor.set_paths([str(v).strip() for v in items if str(v).strip()])
             elif kind in ("int", "float"):
                 if value is None or value == "":
                     editor.setValue(editor.minimum() if self.optional_number else _clamp(0, editor))
@@ -255,13 +299,31 @@ class ParamField:
             typed = param.parse(value) if value is not None else None
         except ModelToolError as exc:
             return _without_flag(str(exc), param)
-        if param.required and typed in (None, []):
+        if param.type == "paths":
+            count = len(typed or []) + self.form.reference_outside(self)
+            if count < self.needed_files:
+                if count == 0 and self.needed_files == 1:
+                    return f"{param.title} is required."
+                return f"Add at least {self.needed_files} files ({count} given)."
+        elif param.required and typed in (None, []):
             return f"{param.title} is required."
-        if param.type in ("path", "paths") and not param.is_output and typed:
-            for path in typed if isinstance(typed, list) else [typed]:
+        if param.type == "path" and not param.is_output and typed and not self.form.absolute(typed).exists():
+            return "File does not exist."
+        if param.type == "paths" and not param.is_output:
+            for path in typed or []:
                 if not self.form.absolute(path).exists():
-                    return f"There is no file {path}."
+                    return f"{path} does not exist."
         return ""
+
+    def reason(self, message: str) -> str:
+        """``message`` as the one line beside Run: "Data: file does not exist"."""
+        text = message.strip().rstrip(".")
+        if text.startswith(self.param.title):
+            return text
+        first = text.split(" ", 1)[0]
+        if first.isalpha() and first[:1].isupper() and first[1:].islower():
+            text = text[:1].lower() + text[1:]
+        return f"{self.param.title}: {text}"
 
     def show_error(self, message: str) -> None:
         self.error.setText(message)
@@ -292,6 +354,7 @@ class ParamForm(QWidget):
         cancelled). Replaceable in tests."""
         self._building = True
         self._valid = False
+        self.wheel_guard = WheelGuard(self)
         self.fields: dict[str, ParamField] = {}
         self.form_error = QLabel("")
         self.form_error.setObjectName("form-error")
@@ -385,7 +448,7 @@ class ParamForm(QWidget):
             if field.param.type == "path":
                 value = str(self.absolute(Path(value)))
             elif field.param.type == "paths":
-                value = [str(self.absolute(Path(v.strip()))) for v in str(value).split(",") if v.strip()]
+                value = [str(self.absolute(Path(v))) for v in value]
             values[name] = value
         return values
 
@@ -417,6 +480,16 @@ class ParamForm(QWidget):
     def is_valid(self) -> bool:
         return self._valid
 
+    def first_problem(self) -> tuple[ParamField | None, str]:
+        """The first thing in the way of a run, in the form's order: (its field, or None for the
+        whole form; its one-line reason, e.g. "Data: file does not exist"). ``(None, "")`` when
+        the form is valid."""
+        problems = self.errors()
+        for name, field in self.fields.items():
+            if problems.get(name):
+                return field, field.reason(problems[name])
+        return None, problems.get("", "")
+
     def set_enabled(self, enabled: bool) -> None:
         for field in self.fields.values():
             field.editor.setEnabled(enabled)
@@ -430,9 +503,12 @@ class ParamForm(QWidget):
         return path
 
     def browse_folder(self, current: Any) -> str:
-        """Where a file dialog opens: beside the current value, else the project."""
+        """Where a file dialog opens: beside the current value (the last file of a list), else
+        the project."""
+        if isinstance(current, (list, tuple)):
+            current = current[-1] if current else None
         if current:
-            first = Path(str(current).split(",")[0].strip())
+            first = Path(str(current).strip())
             folder = self.absolute(first)
             folder = folder if folder.is_dir() else folder.parent
             if folder.is_dir():
@@ -451,11 +527,44 @@ class ParamForm(QWidget):
                 self.show_advanced(True)
         self.form_error.setText(problems.get("", ""))
         self.form_error.setVisible(bool(problems.get("")))
+        self._mark_reference()
         valid = not problems
         if valid != self._valid:
             self._valid = valid
             self.sig_validity_changed.emit(valid)
         self.sig_changed.emit()
+
+    def reference_outside(self, field: ParamField) -> int:
+        """1 when the reference parameter names a file that ``field``'s list does not hold (the
+        tool then adds it first), else 0."""
+        reference = self.fields.get(REFERENCE_PARAM)
+        if reference is None or reference is field or not field.param.positional or reference.param.type != "path":
+            return 0
+        chosen = reference.get()
+        if not chosen:
+            return 0
+        listed = [self.absolute(Path(p)) for p in field.editor.paths()]
+        return int(self.absolute(Path(chosen)) not in listed)
+
+    def _mark_reference(self) -> None:
+        """Tag the file of a list that the others are measured against: the one the reference
+        parameter names, else the first."""
+        reference = self.fields.get(REFERENCE_PARAM)
+        if reference is None or reference.param.type != "path":
+            return
+        chosen = reference.get()
+        for field in self.fields.values():
+            if field.param.type != "paths" or not field.param.positional:
+                continue
+            editor: PathListEditor = field.editor
+            paths = [self.absolute(Path(p)) for p in editor.paths()]
+            if not paths:
+                editor.set_mark(None, "")
+            elif chosen:
+                target = self.absolute(Path(chosen))
+                editor.set_mark(paths.index(target) if target in paths else None, "reference")
+            else:
+                editor.set_mark(0, "reference")
 
     # --- dialogs ------------------------------------------------------------------------------
 

@@ -1,6 +1,8 @@
-"""The report of a finished tool run: its headline figures, its tables (sortable by any column,
-numbers as numbers), its plot, its warnings and the files it wrote, with Export CSV (the table
-on show) and Export Markdown (the whole report).
+"""The report of a finished tool run: its headline figures (labelled and with their units, see
+report.figure_label and format_figure), its tables (sortable by any column, numbers as numbers,
+columns as wide as their content), its plots with their legend above them, its warnings and the
+files it wrote, with Export CSV (the table on show) and Export Markdown (the whole report). While
+a new run goes, or after it failed, the last report stays, marked as the previous run's.
 
 pyqtgraph is imported only when a report with a plot is shown: most reports have none, and it
 costs a tenth of a second.
@@ -13,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
-from PySide6.QtGui import QStandardItem, QStandardItemModel
+from PySide6.QtGui import QFont, QFontMetrics, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFileDialog,
@@ -31,19 +33,23 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workbench.modeltools.report import ReportPlot, ReportTable, ToolReport, format_cell
+from workbench.modeltools.model_index import name_in_project
+from workbench.modeltools.report import ReportPlot, ReportTable, ToolReport, figure_label, format_cell, format_figure
 from workbench.modeltools.widgets.scrolling import WrappingScrollArea
 
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 TABLES_MIN_HEIGHT = 220
 FIGURES_PER_ROW = 4
 SERIES_COLOURS = ("#3b76c4", "#e08a2c", "#3a9d5d", "#c2413a", "#8159b8", "#6b6b6b")
-
-
-def figure_title(name: str) -> str:
-    """``max_abs_diff`` as a person reads it: "Max abs diff"."""
-    text = name.replace("_", " ").strip()
-    return text[:1].upper() + text[1:]
+# A table column is never narrower or wider than this (wider cells show in full as a tooltip).
+COLUMN_MIN_WIDTH, COLUMN_MAX_WIDTH = 48, 420
+VALUE_PIXELS = 15
+# A card's border and margins, left and right together, and the room between two cards.
+CARD_PADDING = 24
+CARD_GAP = 8
+# The report's width assumed for laying out figures before the view is shown.
+ASSUMED_WIDTH = 720
+LEGEND_TEXT = "#1d2530"
 
 
 class ResultView(QWidget):
@@ -60,6 +66,8 @@ class ResultView(QWidget):
         tests)."""
         self.export_folder: Path | None = None
         """Where the export dialogs open (the project, usually)."""
+        self.base_dir: Path | None = None
+        """The project: the files written are named relative to it."""
         self.table_views: list[QTableView] = []
         self._eliding = _ElideOnResize(self)
         self.plot_widgets: list[QWidget] = []
@@ -82,19 +90,26 @@ class ResultView(QWidget):
         header.addWidget(self.export_csv_button)
         header.addWidget(self.export_markdown_button)
 
+        self.previous_note = QLabel("")
+        self.previous_note.setObjectName("result-previous-note")
+        self.previous_note.setWordWrap(True)
+        self.previous_note.setStyleSheet("background: #eef2f8; border: 1px solid #c9d4e5; border-radius: 3px;"
+                                         " padding: 4px 6px; color: #2f3b4c;")
+        self.previous_note.hide()
+
         self.figures = QFrame()
         self.figures.setObjectName("result-figures")
         self._figures_grid = QGridLayout(self.figures)
         self._figures_grid.setContentsMargins(0, 0, 0, 0)
-        self._figures_grid.setHorizontalSpacing(8)
-        self._figures_grid.setVerticalSpacing(8)
+        self._figures_grid.setHorizontalSpacing(CARD_GAP)
+        self._figures_grid.setVerticalSpacing(CARD_GAP)
 
         self.warnings = QLabel("")
         self.warnings.setObjectName("result-warnings")
         self.warnings.setWordWrap(True)
         self.warnings.setStyleSheet("background: #fff4d6; border: 1px solid #ecd290; border-radius: 3px;"
                                     " padding: 6px; color: #5c4400;")
-        self.tabs = QTabWidget()
+        self.tabs = _ReportTabs()
         self.tabs.setObjectName("result-tabs")
         self.tabs.setDocumentMode(True)
         self.tabs.currentChanged.connect(self._update_buttons)
@@ -131,6 +146,7 @@ class ResultView(QWidget):
         layout.setContentsMargins(0, 4, 0, 0)
         layout.setSpacing(8)
         layout.addLayout(header)
+        layout.addWidget(self.previous_note)
         layout.addWidget(self.scroll, 1)
         layout.addWidget(self.empty, 1)
         self.set_report(None)
@@ -139,6 +155,7 @@ class ResultView(QWidget):
 
     def set_report(self, report: ToolReport | None) -> None:
         self.report = report
+        self.previous_note.hide()
         self._clear()
         has = report is not None
         for widget in (self.title, self.scroll, self.export_markdown_button, self.export_csv_button):
@@ -168,9 +185,22 @@ class ResultView(QWidget):
         self.scroll.widget().layout().invalidate()
         self.scroll.verticalScrollBar().setValue(0)
         if report.outputs:
-            self.outputs.setText("Written: " + "  ·  ".join(report.outputs))
+            self.outputs.setText("Written: " + "  ·  ".join(_shown_path(self.base_dir, p) for p in report.outputs))
+            self.outputs.setToolTip("\n".join(report.outputs))
             self.outputs.show()
         self._update_buttons()
+
+    def mark_previous(self, note: str) -> None:
+        """Say that the report on show is an earlier run's (``note``: when, and what became of
+        the run since); ``set_report`` takes the mark off."""
+        if self.report is None:
+            return
+        self.previous_note.setText(note)
+        self.previous_note.show()
+
+    @property
+    def shows_previous(self) -> bool:
+        return self.report is not None and not self.previous_note.isHidden()
 
     def _clear(self) -> None:
         while self.tabs.count():
@@ -184,36 +214,75 @@ class ResultView(QWidget):
                 item.widget().deleteLater()
 
     def _show_figures(self, figures: dict[str, Any]) -> None:
+        """One card per figure, FIGURES_PER_ROW to a row. A value too long for a card takes as
+        many cards' width as it needs (up to a row); a card that no longer fits in its row
+        starts the next, and the card before it widens to fill the gap."""
         self.figures.setVisible(bool(figures))
-        for number, (name, value) in enumerate(figures.items()):
-            card = QFrame()
-            card.setObjectName(f"figure-{name}")
-            card.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Fixed)
-            card.setStyleSheet("QFrame { background: #f4f6f9; border: 1px solid #dde2ea; border-radius: 4px; }"
-                               " QLabel { border: none; background: transparent; }")
-            column = QVBoxLayout(card)
-            column.setContentsMargins(10, 6, 10, 6)
-            column.setSpacing(0)
-            caption = QLabel(figure_title(name))
-            caption.setStyleSheet("color: #5f6b7a; font-size: 11px;")
-            caption.setToolTip(name)
-            text = format_cell(value)
-            shown = QLabel(text)
-            shown.setObjectName(f"figure-value-{name}")
-            shown.setToolTip(text)
-            # Every card as wide as the others: a long value (a path) is elided, not widening
-            # its column.
-            shown.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-            caption.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-            shown.full_text = text  # type: ignore[attr-defined]
+        value_font = QFont(self.font())
+        value_font.setPixelSize(VALUE_PIXELS)
+        value_font.setWeight(QFont.Weight.DemiBold)
+        metrics = QFontMetrics(value_font)
+        available = self.scroll.viewport().width() if self.isVisible() else 0
+        available = available if available > 200 else ASSUMED_WIDTH
+        card_text = (available - CARD_GAP * (FIGURES_PER_ROW - 1)) / FIGURES_PER_ROW - CARD_PADDING
+        # n cards side by side give their text n * card_text and the n - 1 gaps between them.
+        gap = CARD_GAP + CARD_PADDING
+        grid = self._figures_grid
+        row = col = 0
+        last: tuple[QFrame, int, int, int] | None = None
+        for name, value in figures.items():
+            text = format_figure(name, value)
+            if isinstance(value, str) and Path(value).is_absolute():
+                text = _shown_path(self.base_dir, value)
+            needed = math.ceil((metrics.horizontalAdvance(text) + gap) / (card_text + gap))
+            span = min(FIGURES_PER_ROW, max(1, needed))
+            if col + span > FIGURES_PER_ROW:
+                if last is not None and last[1] == row:
+                    card, at_row, at_col, _span = last
+                    grid.removeWidget(card)
+                    grid.addWidget(card, at_row, at_col, 1, FIGURES_PER_ROW - at_col)
+                row, col = row + 1, 0
+            card = self._figure_card(name, value, text)
+            grid.addWidget(card, row, col, 1, span)
+            last = (card, row, col, span)
+            col += span
+            if col >= FIGURES_PER_ROW:
+                row, col = row + 1, 0
+        for number in range(FIGURES_PER_ROW):
+            grid.setColumnStretch(number, 1)
+
+    def _figure_card(self, name: str, value: Any, text: str) -> QFrame:
+        card = QFrame()
+        card.setObjectName(f"figure-{name}")
+        card.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
+        card.setStyleSheet("QFrame { background: #f4f6f9; border: 1px solid #dde2ea; border-radius: 4px; }"
+                           " QLabel { border: none; background: transparent; }")
+        column = QVBoxLayout(card)
+        column.setContentsMargins(10, 6, 10, 6)
+        column.setSpacing(0)
+        caption = QLabel(figure_label(name))
+        caption.setObjectName(f"figure-label-{name}")
+        caption.setStyleSheet("color: #5f6b7a; font-size: 11px;")
+        caption.setToolTip(name)
+        caption.setWordWrap(True)
+        shown = QLabel(text)
+        shown.setObjectName(f"figure-value-{name}")
+        shown.setToolTip(f"{text}\n({name} = {value!r})" if text != str(value) else text)
+        shown.full_text = text  # type: ignore[attr-defined]
+        # Words wrap; one long word (a path) is elided in the middle, whole in its tooltip.
+        if " " in text.strip():
+            shown.setWordWrap(True)
+        else:
             shown.installEventFilter(self._eliding)
-            shown.setStyleSheet("font-size: 15px; font-weight: 600; color: #1d2530;")
-            shown.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            column.addWidget(caption)
-            column.addWidget(shown)
-            self._figures_grid.addWidget(card, number // FIGURES_PER_ROW, number % FIGURES_PER_ROW)
-        for col in range(FIGURES_PER_ROW):
-            self._figures_grid.setColumnStretch(col, 1)
+        # Cards share a row evenly: a long value does not widen its column.
+        shown.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        caption.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        shown.setStyleSheet(f"font-size: {VALUE_PIXELS}px; font-weight: 600; color: #1d2530;")
+        shown.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        column.addWidget(caption)
+        column.addWidget(shown)
+        column.addStretch(1)
+        return card
 
     def _table_view(self, table: ReportTable) -> QTableView:
         model = QStandardItemModel(len(table.rows), len(table.columns))
@@ -245,48 +314,75 @@ class ResultView(QWidget):
         view.verticalHeader().hide()
         view.verticalHeader().setDefaultSectionSize(22)
         view.setWordWrap(False)
+        view.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        # Each column as wide as its header and cells; a table wider than the window scrolls
+        # sideways (smoothly) instead of squeezing its columns.
+        view.setHorizontalScrollMode(QAbstractItemView.ScrollMode.ScrollPerPixel)
+        view.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
         header = view.horizontalHeader()
         header.setHighlightSections(False)
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        header.setStretchLastSection(True)
+        header.setStretchLastSection(False)
         view.resizeColumnsToContents()
         for col in range(model.columnCount()):
-            view.setColumnWidth(col, min(max(view.columnWidth(col) + 12, 60), 360))
+            width = max(view.columnWidth(col), header.sectionSizeHint(col)) + 12
+            view.setColumnWidth(col, min(max(width, COLUMN_MIN_WIDTH), COLUMN_MAX_WIDTH))
+        for r in range(model.rowCount()):
+            for c in range(model.columnCount()):
+                item = model.item(r, c)
+                if item is not None and not item.toolTip() and view.columnWidth(c) >= COLUMN_MAX_WIDTH:
+                    item.setToolTip(item.text())
         view.report_table = table  # type: ignore[attr-defined]
         return view
 
     def _plot_widget(self, plot: ReportPlot) -> QWidget:
+        """The chart, with its legend in a row above it: outside the plot, so it never hides a
+        bar, in dark text on the page's light background, a swatch for every series."""
         # Leave this import here: pyqtgraph loads only for a report that has a plot.
         import pyqtgraph as pg
 
         widget = pg.PlotWidget(background="w")
-        widget.setObjectName(f"plot-{plot.title}")
+        widget.setObjectName(f"plot-area-{plot.title}")
         item = widget.getPlotItem()
         item.showGrid(y=True, alpha=0.25)
+        axis_pen = pg.mkPen("#5f6b7a")
+        for side in ("left", "bottom"):
+            item.getAxis(side).setTextPen(axis_pen)
+            item.getAxis(side).setPen(axis_pen)
         if plot.y_label:
-            item.setLabel("left", plot.y_label)
+            item.setLabel("left", plot.y_label, color="#5f6b7a")
         item.getAxis("left").enableAutoSIPrefix(False)  # "ms", never "ms (x0.001)"
         ticks = [(i, str(c)) for i, c in enumerate(plot.categories)]
         item.getAxis("bottom").setTicks([ticks])
-        if len(plot.series) > 1:
-            item.addLegend(offset=(-10, 10))
         count = max(len(plot.series), 1)
         width = 0.8 / count
+        legend: list[tuple[str, str]] = []
         for number, series in enumerate(plot.series):
             colour = SERIES_COLOURS[number % len(SERIES_COLOURS)]
             values = [_plottable(v) for v in series.get("values", [])]
             name = str(series.get("name", ""))
+            legend.append((name, colour))
             if plot.kind == "line":
                 item.plot(list(range(len(values))), values, pen=pg.mkPen(colour, width=2), symbol="o",
-                          symbolSize=6, symbolBrush=colour, name=name)
+                          symbolSize=6, symbolBrush=colour)
             else:
                 xs = [i - 0.4 + width * (number + 0.5) for i in range(len(values))]
-                # Named, so the legend lists it.
-                item.addItem(pg.BarGraphItem(x=xs, height=values, width=width * 0.9, brush=colour, pen=None,
-                                             name=name))
+                item.addItem(pg.BarGraphItem(x=xs, height=values, width=width * 0.9, brush=colour, pen=None))
         item.setMouseEnabled(x=False, y=False)
         item.hideButtons()
-        return widget
+        holder = QWidget()
+        holder.setObjectName(f"plot-{plot.title}")
+        holder.setStyleSheet("background: white;")
+        column = QVBoxLayout(holder)
+        column.setContentsMargins(0, 4, 0, 0)
+        column.setSpacing(2)
+        holder.legend = None  # type: ignore[attr-defined]
+        if len(legend) > 1:
+            holder.legend = _legend_row(legend)  # type: ignore[attr-defined]
+            column.addWidget(holder.legend)
+        column.addWidget(widget, 1)
+        holder.plot = widget  # type: ignore[attr-defined]
+        return holder
 
     # --- exports ------------------------------------------------------------------------------
 
@@ -336,6 +432,58 @@ class ResultView(QWidget):
     def _ask_save_path(self, title: str, suggested: str, filters: str) -> str:
         path, _ = QFileDialog.getSaveFileName(self, title, suggested, filters)
         return path
+
+
+class _ReportTabs(QTabWidget):
+    """The tables and charts: they take the height left under the figures (at least
+    TABLES_MIN_HEIGHT) and scroll inside, rather than asking for their full height and making
+    the whole report scroll, which would hide a wide table's scroll bar below the window."""
+
+    def sizeHint(self):
+        hint = super().sizeHint()
+        hint.setHeight(TABLES_MIN_HEIGHT)
+        return hint
+
+
+def _shown_path(base: Path | None, path: str) -> str:
+    """A written file relative to the project when it lies in it, else its whole path."""
+    return name_in_project(base, path) if base is not None and _inside(Path(path), base) else str(path)
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _legend_row(entries: list[tuple[str, str]]) -> QWidget:
+    """A swatch and a name per series, in one row (right-aligned, above the plot)."""
+    row = QWidget()
+    row.setObjectName("plot-legend")
+    layout = QHBoxLayout(row)
+    layout.setContentsMargins(8, 0, 8, 0)
+    layout.setSpacing(14)
+    layout.addStretch(1)
+    for name, colour in entries:
+        entry = QWidget()
+        entry.setObjectName(f"legend-{name}")
+        pair = QHBoxLayout(entry)
+        pair.setContentsMargins(0, 0, 0, 0)
+        pair.setSpacing(5)
+        swatch = QLabel()
+        swatch.setObjectName("legend-swatch")
+        swatch.setFixedSize(12, 12)
+        swatch.setStyleSheet(f"background: {colour}; border: 1px solid {colour}; border-radius: 2px;")
+        swatch.colour = colour  # type: ignore[attr-defined]
+        label = QLabel(name)
+        label.setObjectName("legend-name")
+        label.setStyleSheet(f"color: {LEGEND_TEXT}; background: transparent;")
+        pair.addWidget(swatch)
+        pair.addWidget(label)
+        layout.addWidget(entry)
+    return row
 
 
 class _ElideOnResize(QObject):

@@ -2,13 +2,19 @@
 the stage, the log, and the report. Each tool window is its own process (see
 workbench.app.tool_window_process); the tool itself runs in a job process under it, so Cancel
 is a terminate and a crashing tool takes nothing with it.
+
+Form and report share the height in a splitter whose place is remembered per tool. After a run
+that succeeded the form folds to one line (its files and the values set) with Edit, and the
+report takes the height, as Chrome's Lighthouse panel gives its report the panel once it has
+run: the report is what is read then, and the form is one click away. A failed run unfolds it,
+since the form is then what needs work.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QFont, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QFrame,
@@ -18,6 +24,7 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
+    QSizePolicy,
     QSplitter,
     QTabWidget,
     QToolButton,
@@ -25,9 +32,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workbench.modeltools.model_index import is_model_file
+from workbench.modeltools.model_index import is_model_file, name_in_project
 from workbench.modeltools.params import ToolInvocation, ToolSpec
 from workbench.modeltools.report import ToolReport
+from workbench.modeltools.widgets.invocation_text import command_line, summary
 from workbench.modeltools.widgets.job_runner import CANCELLED, FAILED, SUCCEEDED, JobRunner
 from workbench.modeltools.widgets.param_form import ParamForm
 from workbench.modeltools.widgets.result_view import ResultView
@@ -37,6 +45,28 @@ IDLE, RUNNING = "idle", "running"
 LOG_LINES = 20_000
 PROGRESS_STEPS = 1000
 GRAPH_SUFFIXES = (".onnx",)
+DEFAULT_SIZE = (760, 820)
+# The report keeps at least this height when the form unfolds.
+REPORT_MIN_HEIGHT = 200
+SETTINGS_FILE = "tool-windows.ini"
+
+RUNS_ON_OPEN = frozenset({"inspect"})
+"""Tools whose window starts the run as soon as it opens. A tool belongs here when there is
+nothing to choose first: every parameter but the model has a default that suits, it writes no
+file, and it is quick (``asks_nothing`` checks the first two). Kept here rather than declared
+by the tools because whether waiting for Run helps is the window's question; a plugin's tool
+with the same shape may still take minutes, so the shape alone does not put a tool here."""
+
+
+def asks_nothing(spec: ToolSpec) -> bool:
+    """Whether a run needs no choice but the model: every other parameter has a default and
+    none is a file to write."""
+    return all(p.positional or (p.default is not None and not p.is_output) for p in spec.params)
+
+
+def runs_on_open(spec: ToolSpec) -> bool:
+    """Whether ``spec``'s window runs it on opening (see RUNS_ON_OPEN)."""
+    return spec.name in RUNS_ON_OPEN and asks_nothing(spec)
 
 
 def model_of(spec: ToolSpec, values: dict) -> str | None:
@@ -51,14 +81,30 @@ def model_of(spec: ToolSpec, values: dict) -> str | None:
     return None
 
 
-def window_title(spec: ToolSpec, values: dict) -> str:
-    """"<Tool> — <model file name>" ("<Tool> — Workbench" without a model)."""
+def window_title(spec: ToolSpec, values: dict, project: Path | str | None = None, produced: str | None = None) -> str:
+    """"<Tool> — <model>" with the model named relative to the project ("<Tool> — N models" for a
+    tool that takes a list, "<Tool> — Workbench" without a model), and "→ <file>" once a run has
+    written a model."""
+    for param in spec.params:
+        if param.positional and param.type == "paths":
+            files = values.get(param.name) or []
+            if not files:
+                return f"{spec.title} — Workbench"
+            kind = "model" if all(is_model_file(f) for f in files) else "file"
+            return f"{spec.title} — {len(files)} {kind}{'s' if len(files) != 1 else ''}"
     model = model_of(spec, values)
-    return f"{spec.title} — {Path(model).name if model else 'Workbench'}"
+    if not model:
+        return f"{spec.title} — Workbench"
+    title = f"{spec.title} — {name_in_project(project, model)}"
+    if produced:
+        same_folder = Path(produced).parent == Path(model).parent
+        title += f" → {Path(produced).name if same_folder else name_in_project(project, produced)}"
+    return title
 
 
 class ErrorBanner(QFrame):
-    """A job's failure in one line, where the eye goes first; × hides it."""
+    """A job's failure where the eye goes first, every line of it (the text wraps and can be
+    selected and copied); × hides it."""
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -68,7 +114,9 @@ class ErrorBanner(QFrame):
         self.label = QLabel("")
         self.label.setObjectName("tool-error-message")
         self.label.setWordWrap(True)
-        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse
+                                           | Qt.TextInteractionFlag.TextSelectableByKeyboard)
+        self.label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Minimum)
         icon = QLabel("⚠")
         icon.setStyleSheet("font-size: 15px;")
         close = QToolButton()
@@ -91,6 +139,22 @@ class ErrorBanner(QFrame):
         self.label.setText(message)
         self.show()
 
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._grow()
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        self._grow()
+
+    def _grow(self) -> None:
+        # A wrapped label is as tall as its width needs; the layout above cannot know that
+        # until the width is set, so the banner asks for it here.
+        margins = self.layout().contentsMargins()
+        needed = self.label.heightForWidth(self.label.width()) + margins.top() + margins.bottom()
+        if needed > 0 and self.minimumHeight() != needed:
+            self.setMinimumHeight(needed)
+
 
 class ToolWindow(QMainWindow):
     """One tool invocation: fill in, run, watch, read the report, run again."""
@@ -105,7 +169,8 @@ class ToolWindow(QMainWindow):
     """The window has closed (its job, if any, was cancelled)."""
 
     def __init__(self, spec: ToolSpec, invocation: ToolInvocation | None = None,
-                 job_command: list[str] | None = None, tasks=None, parent: QWidget | None = None):
+                 job_command: list[str] | None = None, tasks=None, parent: QWidget | None = None,
+                 settings: QSettings | None = None, run_on_open: bool | None = None):
         super().__init__(parent)
         self.spec = spec
         invocation = invocation or ToolInvocation(spec.name)
@@ -114,9 +179,17 @@ class ToolWindow(QMainWindow):
         self.stage_text = ""
         self.error_message = ""
         self.report: ToolReport | None = None
+        self.settings = settings if settings is not None else _default_settings()
+        """Where the splitter's place is kept, per tool (replaceable in tests)."""
+        self.run_on_open = runs_on_open(spec) if run_on_open is None else run_on_open
+        self.form_folded = False
         self._fraction = 0.0
         self._stage_index, self._stage_count = -1, 0
         self._tasks = tasks
+        self._report_time = ""
+        self._produced: tuple[str, str] | None = None  # (the model run on, the model it wrote)
+        self._failed_values: dict | None = None
+        self._shown_problem = ""
         self.setObjectName("tool-window")
 
         self.runner = JobRunner(job_command, self)
@@ -131,23 +204,40 @@ class ToolWindow(QMainWindow):
         font.setPointSizeF(font.pointSizeF() + 4)
         font.setWeight(QFont.Weight.DemiBold)
         heading.setFont(font)
-        summary = QLabel(spec.summary)
-        summary.setObjectName("tool-summary")
-        summary.setWordWrap(True)
-        summary.setStyleSheet("color: #5f6b7a;")
+        tool_summary = QLabel(spec.summary)
+        tool_summary.setObjectName("tool-summary")
+        tool_summary.setWordWrap(True)
+        tool_summary.setStyleSheet("color: #5f6b7a;")
         self.banner = ErrorBanner()
 
         self.form = ParamForm(spec, self.project)
         self.form.set_values(invocation.values)
         self.form.sig_validity_changed.connect(lambda _valid: self._update_buttons())
-        self.form.sig_changed.connect(self._update_title)
-        form_scroll = WrappingScrollArea()
+        self.form.sig_changed.connect(self._on_form_changed)
+        self.form_scroll = form_scroll = WrappingScrollArea()
         form_scroll.setObjectName("tool-form-scroll")
         form_holder = QWidget()
         holder_layout = QVBoxLayout(form_holder)
         holder_layout.setContentsMargins(0, 0, 8, 0)
         holder_layout.addWidget(self.form)
         form_scroll.setWidget(form_holder)
+
+        self.folded_bar = QFrame()
+        self.folded_bar.setObjectName("tool-form-folded")
+        self.folded_bar.setStyleSheet("#tool-form-folded { background: #f4f6f9; border: 1px solid #dde2ea;"
+                                      " border-radius: 4px; }")
+        self.folded_text = QLabel("")
+        self.folded_text.setObjectName("tool-form-summary")
+        self.folded_text.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.edit_button = QPushButton("Edit")
+        self.edit_button.setObjectName("tool-form-edit")
+        self.edit_button.setToolTip("Show the parameters again")
+        self.edit_button.clicked.connect(lambda: self.fold_form(False))
+        folded_layout = QHBoxLayout(self.folded_bar)
+        folded_layout.setContentsMargins(8, 3, 3, 3)
+        folded_layout.addWidget(self.folded_text, 1)
+        folded_layout.addWidget(self.edit_button)
+        self.folded_bar.hide()
 
         self.run_button = QPushButton("Run")
         self.run_button.setObjectName("tool-run")
@@ -164,15 +254,25 @@ class ToolWindow(QMainWindow):
         self.progress.setValue(0)
         self.progress.setTextVisible(True)
         self.progress.setFormat("Ready")
+        self.run_reason = QLabel("")
+        self.run_reason.setObjectName("tool-run-reason")
+        self.run_reason.setWordWrap(True)
+        self.run_reason.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        self.run_reason.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.run_reason.setToolTip("Show the field")
+        self.run_reason.linkActivated.connect(lambda _link: self.show_problem())
+        self.run_reason.hide()
         buttons = QHBoxLayout()
         buttons.setContentsMargins(0, 0, 0, 0)
         buttons.setSpacing(8)
         buttons.addWidget(self.progress, 1)
+        buttons.addWidget(self.run_reason, 1)
         buttons.addWidget(self.cancel_button)
         buttons.addWidget(self.run_button)
 
         self.result_view = ResultView()
         self.result_view.export_folder = self.project
+        self.result_view.base_dir = self.project
         self.log_view = QPlainTextEdit()
         self.log_view.setObjectName("tool-log")
         self.log_view.setReadOnly(True)
@@ -196,28 +296,45 @@ class ToolWindow(QMainWindow):
             self.tabs.currentChanged.connect(self._maybe_load_graph)
 
         top = QWidget()
+        top.setObjectName("tool-form-pane")
         top_layout = QVBoxLayout(top)
-        top_layout.setContentsMargins(16, 14, 16, 8)
+        top_layout.setContentsMargins(16, 0, 16, 8)
         top_layout.setSpacing(8)
-        top_layout.addWidget(heading)
-        top_layout.addWidget(summary)
-        top_layout.addWidget(self.banner)
         top_layout.addWidget(form_scroll, 1)
+        top_layout.addWidget(self.folded_bar)
         top_layout.addLayout(buttons)
         bottom = QWidget()
         bottom_layout = QVBoxLayout(bottom)
         bottom_layout.setContentsMargins(16, 0, 16, 12)
         bottom_layout.addWidget(self.tabs)
+        bottom.setMinimumHeight(REPORT_MIN_HEIGHT)
         self.splitter = QSplitter(Qt.Orientation.Vertical)
+        self.splitter.setObjectName("tool-splitter")
         self.splitter.setChildrenCollapsible(False)
         self.splitter.addWidget(top)
         self.splitter.addWidget(bottom)
         self.splitter.setStretchFactor(0, 3)
         self.splitter.setStretchFactor(1, 4)
-        self.setCentralWidget(self.splitter)
-        self._top, self._form_scroll = top, form_scroll
+        self.splitter.splitterMoved.connect(self._remember_splitter)
+        # Title, summary and a failure stay above the splitter: the banner gets the height its
+        # text needs however the splitter is set.
+        central = QWidget()
+        central_layout = QVBoxLayout(central)
+        central_layout.setContentsMargins(0, 14, 0, 0)
+        central_layout.setSpacing(8)
+        intro = QVBoxLayout()
+        intro.setContentsMargins(16, 0, 16, 0)
+        intro.setSpacing(8)
+        intro.addWidget(heading)
+        intro.addWidget(tool_summary)
+        intro.addWidget(self.banner)
+        central_layout.addLayout(intro)
+        central_layout.addWidget(self.splitter, 1)
+        self.setCentralWidget(central)
+        self._top = top
         self._splitter_fitted = False
-        self.resize(760, 820)
+        self._opened = False
+        self.resize(*DEFAULT_SIZE)
         QShortcut(QKeySequence("Ctrl+Return"), self, activated=self.run)
         QShortcut(QKeySequence("Escape"), self, activated=self.cancel)
         self._update_title()
@@ -228,22 +345,32 @@ class ToolWindow(QMainWindow):
     def invocation(self) -> ToolInvocation:
         return ToolInvocation(self.spec.name, self.form.values(), str(self.project) if self.project else None)
 
+    def command_line(self) -> str:
+        """The ``workbench model …`` command that does what Run does with the form's values."""
+        return command_line(self.spec, self.form.values(), self.project)
+
     def run(self) -> bool:
         """Start the job with the form's values (False when the form is invalid or a job runs)."""
         if self.state == RUNNING or not self.form.is_valid:
             return False
         self.banner.hide()
         self.error_message = ""
+        self._failed_values = None
         self.report = None
-        self.result_view.set_report(None)
+        self._produced = None
+        if self.result_view.report is not None:
+            self.result_view.mark_previous(f"From the previous run ({self._report_time}); "
+                                           "the new one replaces it when it is done.")
         self._fraction, self._stage_index, self._stage_count = 0.0, -1, 0
         self.stage_text = "Starting"
         if self.log_view.blockCount() > 1 or self.log_view.toPlainText():
             self.append_log("")
-        self.append_log(f"$ workbench model {self.spec.name} …  ({_now()})")
+        self.append_log(f"$ {self.command_line()}")
+        self.append_log(f"Started {_now()}")
         self.progress.setRange(0, 0)  # busy until the first stage arrives
         self.progress.setFormat("Starting…")
         self._set_state(RUNNING)
+        self._update_title()
         self.runner.start(self.invocation())
         return True
 
@@ -254,6 +381,39 @@ class ToolWindow(QMainWindow):
 
     def append_log(self, text: str) -> None:
         self.log_view.appendPlainText(text)
+
+    def fold_form(self, folded: bool) -> None:
+        """Fold the form to its one-line summary (True) or show it whole (False)."""
+        if folded == self.form_folded:
+            return
+        self.form_folded = folded
+        total = sum(self.splitter.sizes())
+        self.form_scroll.setVisible(not folded)
+        self.folded_bar.setVisible(folded)
+        if folded:
+            self._update_folded_text()
+            self._top.layout().activate()
+            height = self._top.minimumSizeHint().height()
+            self._top.setMaximumHeight(height)
+            self.splitter.setSizes([height, max(total - height, REPORT_MIN_HEIGHT)])
+        else:
+            self._top.setMaximumHeight(16_777_215)
+            self._place_splitter(total)
+
+    def show_problem(self) -> None:
+        """Bring the first field in the way of a run into view, its error under it."""
+        field, reason = self.form.first_problem()
+        if not reason:
+            return
+        if self.form_folded:
+            self.fold_form(False)
+        if field is not None:
+            if field.param.advanced:
+                self.form.show_advanced(True)
+            self.form.layout().activate()
+            self.form_scroll.ensureWidgetVisible(field.container, 0, 24)
+        else:
+            self.form_scroll.ensureWidgetVisible(self.form.form_error, 0, 24)
 
     def describe(self) -> dict:
         """What the window shows, for scripts and tests."""
@@ -268,7 +428,11 @@ class ToolWindow(QMainWindow):
             "values": self.form.values(),
             "valid": self.form.is_valid,
             "form_errors": self.form.errors(),
+            "run_reason": self.form.first_problem()[1] if not self.run_reason.isHidden() else "",
+            "form_folded": self.form_folded,
+            "command_line": self.command_line(),
             "report": self.report.to_json() if self.report is not None else None,
+            "previous_report_shown": self.report is None and self.result_view.report is not None,
             "job_pid": self.runner.pid,
             "log": self.log_view.toPlainText()[-4000:],
         }
@@ -300,20 +464,28 @@ class ToolWindow(QMainWindow):
         self.progress.setRange(0, PROGRESS_STEPS)
         if outcome == SUCCEEDED:
             self.report = self.runner.report
+            self._report_time = _now()
             self.result_view.set_report(self.report)
             self.progress.setValue(PROGRESS_STEPS)
             self.progress.setFormat("Done")
-            self.append_log(f"Done ({_now()}).")
+            self.append_log(f"Done ({self._report_time}).")
             self.tabs.setCurrentWidget(self.result_view)
-            self._make_room_for_the_report()
+            self._set_state(outcome)
+            self.fold_form(True)
             self._announce_outputs()
-        else:
-            self.error_message = message
-            self.progress.setValue(0)
-            self.progress.setFormat("Cancelled" if outcome == CANCELLED else "Failed")
-            self.append_log(f"{'Cancelled' if outcome == CANCELLED else 'Failed'}: {message}")
-            if outcome == FAILED:
-                self.banner.show_message(message)
+            self._update_title()
+            return
+        self.error_message = message
+        self.progress.setValue(0)
+        ending = "cancelled" if outcome == CANCELLED else "failed"
+        self.progress.setFormat(ending.capitalize())
+        self.append_log(f"{ending.capitalize()}: {message}")
+        if self.result_view.report is not None:
+            self.result_view.mark_previous(f"From the previous run ({self._report_time}); the last run {ending}.")
+        if outcome == FAILED:
+            self.banner.show_message(message)
+            self._failed_values = self.form.values()
+            self.fold_form(False)
         self._set_state(outcome)
 
     def _announce_outputs(self) -> None:
@@ -321,6 +493,8 @@ class ToolWindow(QMainWindow):
         if not outputs or not is_model_file(outputs[0]):
             return
         path = str(Path(outputs[0]).resolve())
+        model = model_of(self.spec, self.form.values())
+        self._produced = (model, path) if model else None
         project = str(self.project) if self.project else None
         if project is None:
             from workbench.modeltools.project_code import find_project_root
@@ -342,35 +516,82 @@ class ToolWindow(QMainWindow):
         self.run_button.setEnabled(not running and self.form.is_valid)
         self.run_button.setText("Run" if self.state in (IDLE, RUNNING) else "Run Again")
         self.cancel_button.setEnabled(running)
-        if not self.form.is_valid and not running:
-            problems = self.form.errors()
-            self.run_button.setToolTip(next(iter(problems.values()), ""))
+        blocked = not self.form.is_valid and not running
+        if blocked:
+            field, reason = self.form.first_problem()
+            self.run_button.setToolTip(reason)
+            self.run_reason.setText(f'<a href="problem" style="color: #b3261e; text-decoration: none;">'
+                                    f'{_escape(reason)}</a>')
+            if self.form_folded:
+                self.fold_form(False)
+            if reason != self._shown_problem:
+                self._shown_problem = reason
+                if field is None or not _has_focus_inside(field.container):
+                    QTimer.singleShot(0, self, self.show_problem)
         else:
+            self._shown_problem = ""
             self.run_button.setToolTip("Run the tool (Ctrl+Enter)")
+        self.run_reason.setVisible(blocked)
+        self.progress.setVisible(not blocked)
+
+    def _on_form_changed(self) -> None:
+        if self._failed_values is not None and self.form.values() != self._failed_values:
+            # The failure was about values that are no longer the form's.
+            self.banner.hide()
+            self._failed_values = None
+        self._update_title()
+        self._update_buttons()
+        if self.form_folded:
+            self._update_folded_text()
 
     def _update_title(self) -> None:
-        self.setWindowTitle(window_title(self.spec, self.form.values()))
+        values = self.form.values()
+        produced = None
+        if self._produced is not None and self._produced[0] == model_of(self.spec, values):
+            produced = self._produced[1]
+        self.setWindowTitle(window_title(self.spec, values, self.project, produced))
+
+    def _update_folded_text(self) -> None:
+        text = summary(self.spec, self.form.values(), self.project)
+        self.folded_text.setToolTip(self.command_line())
+        metrics = self.folded_text.fontMetrics()
+        width = max(self.folded_text.width(), 100)
+        self.folded_text.setText(metrics.elidedText(text, Qt.TextElideMode.ElideRight, width))
+        self.folded_text.full_text = text  # type: ignore[attr-defined]
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if self.form_folded:
+            QTimer.singleShot(0, self, self._update_folded_text)
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
         if not self._splitter_fitted:
             self._splitter_fitted = True
-            self._fit_splitter()
+            self._place_splitter(sum(self.splitter.sizes()) or self.splitter.height())
+        if not self._opened:
+            self._opened = True
+            if self.run_on_open and self.form.is_valid:
+                QTimer.singleShot(0, self, self.run)
 
-    def _fit_splitter(self) -> None:
-        """Give the form the height it needs (up to 60 %), the report the rest."""
-        total = sum(self.splitter.sizes()) or self.splitter.height()
-        needed = (self._top.sizeHint().height() - self._form_scroll.sizeHint().height()
-                  + self._form_scroll.needed_height() + 12)
-        top = max(120, min(needed, int(total * 0.6)))
-        self.splitter.setSizes([top, max(total - top, 200)])
+    def _place_splitter(self, total: int) -> None:
+        """The form's height: where the user last put it for this tool, else what the form
+        needs (up to 60 %); the report keeps at least REPORT_MIN_HEIGHT."""
+        remembered = self.settings.value(f"{self.spec.name}/form_height")
+        try:
+            top = int(remembered) if remembered is not None else None
+        except (TypeError, ValueError):
+            top = None
+        if top is None:
+            needed = (self._top.sizeHint().height() - self.form_scroll.sizeHint().height()
+                      + self.form_scroll.needed_height() + 12)
+            top = min(needed, int(total * 0.6))
+        top = max(120, min(top, total - REPORT_MIN_HEIGHT))
+        self.splitter.setSizes([top, max(total - top, REPORT_MIN_HEIGHT)])
 
-    def _make_room_for_the_report(self) -> None:
-        """After a run the report matters more than the form: the form gets at most a third."""
-        sizes = self.splitter.sizes()
-        total = sum(sizes)
-        if total and sizes[0] > total // 3:
-            self.splitter.setSizes([max(total // 3, 120), total - max(total // 3, 120)])
+    def _remember_splitter(self, _position: int, _index: int) -> None:
+        if not self.form_folded:
+            self.settings.setValue(f"{self.spec.name}/form_height", self.splitter.sizes()[0])
 
     def _maybe_load_graph(self, index: int) -> None:
         if self.graph_panel is not None and self.tabs.widget(index) is self.graph_panel:
@@ -385,8 +606,26 @@ class ToolWindow(QMainWindow):
             if not self.runner.wait(3000):
                 self.runner.kill()
                 self.runner.wait(1000)
+        self.settings.sync()
         event.accept()
         self.sig_closed.emit()
+
+
+def _default_settings() -> QSettings:
+    from workbench.project import user_config_dir
+
+    return QSettings(str(user_config_dir() / SETTINGS_FILE), QSettings.Format.IniFormat)
+
+
+def _has_focus_inside(widget: QWidget) -> bool:
+    from PySide6.QtWidgets import QApplication
+
+    focused = QApplication.focusWidget()
+    return focused is not None and (focused is widget or widget.isAncestorOf(focused))
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _now() -> str:
