@@ -111,6 +111,46 @@ def reference_accuracy(model: Path, npz: Path, samples: int) -> float:
 # --- the comparison ---------------------------------------------------------------------------
 
 
+def row(name: str, size: int, accuracy: float | None, agreement: float, p50: float | None) -> list:
+    """A row of the Variants table (only the cells the summary reads are meaningful)."""
+    return [name, "onnxruntime", size, 1.0, accuracy, agreement, 0.0, p50, p50, p50, p50]
+
+
+def summary(rows: list[list]) -> tuple[dict, list[str]]:
+    from workbench.modeltools.compare import _figures, _quality_warnings
+    from workbench.modeltools.data import EvaluationData
+
+    data = EvaluationData(np.zeros((4, 1)), None, "four samples")
+    return _figures(rows, data, 16, 3, 1), _quality_warnings(rows)
+
+
+def test_a_fastest_or_smallest_variant_is_named_only_when_clearly_ahead():
+    figures, _ = summary([row("fp32.onnx", 1000, 90.0, 100.0, 1.000),
+                          row("int8.onnx", 997, 90.0, 100.0, 0.997)])  # 0.3 % apart
+    assert figures["fastest"] == figures["smallest"] == "about the same"
+    figures, _ = summary([row("fp32.onnx", 1000, 90.0, 100.0, 1.0),
+                          row("int8.onnx", 320, 90.0, 100.0, 0.5),
+                          row("fp16.onnx", 520, 90.0, 100.0, 0.51)])  # 2 % behind the best
+    assert figures["smallest"] == "int8.onnx" and figures["fastest"] == "about the same"
+    figures, _ = summary([row("fp32.onnx", 1000, 90.0, 100.0, 1.0),
+                          row("int8.onnx", 320, 90.0, 100.0, 0.5)])
+    assert figures["fastest"] == "int8.onnx" and figures["fastest_p50_ms"] == 0.5
+
+
+def test_a_variant_that_loses_accuracy_or_agreement_is_warned_about_by_name():
+    _, warnings = summary([row("fp32.onnx", 1000, 95.0, 100.0, 1.0),
+                           row("broken.int8.onnx", 320, 42.0, 44.0, 0.5),
+                           row("fine.fp16.onnx", 520, 94.5, 99.5, 0.8),
+                           row("drifting.onnx", 520, 95.0, 98.0, 0.8)])
+    assert warnings == [
+        "broken.int8.onnx is 53.0 points less accurate than fp32.onnx (42.0 % against 95.0 %)",
+        "broken.int8.onnx predicts the class fp32.onnx predicts for only 44.0 % of the samples",
+        "drifting.onnx predicts the class fp32.onnx predicts for only 98.0 % of the samples"]
+    _, unlabelled = summary([row("fp32.onnx", 1000, None, 100.0, 1.0),
+                             row("int8.onnx", 320, None, 99.9, 0.5)])
+    assert unlabelled == []
+
+
 def test_variants_share_one_table_against_the_reference(variants, digits_npz):
     events = []
     report = compare([variants["fp32"], variants["int8"], variants["pruned"]],
@@ -138,12 +178,18 @@ def test_variants_share_one_table_against_the_reference(variants, digits_npz):
     assert figures["reference"] == "digits.onnx" and figures["variants"] == 2 and figures["samples"] == 64
     assert figures["max_abs_diff"] == max(int8["max abs diff"], pruned["max abs diff"])
     assert figures["min_agreement"] == min(int8["agreement %"], pruned["agreement %"])
-    assert figures["smallest"] == "digits.int8.onnx" and figures["fastest"] in rows
+    assert figures["smallest"] == "digits.int8.onnx"
+    assert figures["fastest"] in [*rows, "about the same"]
     latency, accuracy = report.plots
     assert latency.categories == list(rows) and latency.y_label == "ms"
     assert [s["name"] for s in latency.series] == ["p50 batch 1", "p50 batch 16"]
     assert [s["name"] for s in accuracy.series] == ["accuracy %", "agreement %"]
-    assert report.outputs == [] and report.warnings == []
+    assert report.outputs == []
+    # A warning names each variant that loses accuracy or disagrees with the reference.
+    for name, row in list(rows.items())[1:]:
+        worse = (reference["accuracy %"] - row["accuracy %"] > 1 or row["agreement %"] < 99)
+        assert worse == any(w.startswith(name) for w in report.warnings), (name, report.warnings)
+    assert all(w.startswith(("digits.int8.onnx", "digits.pruned.onnx")) for w in report.warnings)
 
 
 def test_reference_picks_which_model_the_others_are_measured_against(variants, digits_npz):
@@ -261,7 +307,7 @@ def test_data_of_the_wrong_shape_is_named(variants, tmp_path):
 def test_a_file_that_is_not_a_model_is_named(variants, digits_npz, tmp_path):
     notes = tmp_path / "notes.onnx"
     notes.write_text("not a model\n")
-    with pytest.raises(ModelToolError, match=r"notes\.onnx cannot be loaded by onnxruntime"):
+    with pytest.raises(ModelToolError, match=r"notes\.onnx is not a model file: it is a text file"):
         compare([variants["fp32"], notes], data=str(digits_npz))
 
 
@@ -278,8 +324,12 @@ def test_without_data_outside_a_project_it_asks_for_data(variants):
 
 
 def test_exports_may_not_overwrite_a_model_or_each_other(variants, digits_npz, tmp_path):
-    with pytest.raises(ModelToolError, match="is also the input"):
+    # Compare has no -o: the message names the option that was given.
+    with pytest.raises(ModelToolError, match="is also the input; choose another output path with --csv$"):
         compare([variants["fp32"], variants["int8"]], data=str(digits_npz), csv=str(variants["int8"]))
+    with pytest.raises(ModelToolError, match="with --markdown$"):
+        compare([variants["fp32"], variants["int8"]], data=str(digits_npz),
+                markdown=str(variants["fp32"]))
     same = tmp_path / "both.txt"
     with pytest.raises(ModelToolError, match="give two files"):
         compare([variants["fp32"], variants["int8"]], data=str(digits_npz), csv=str(same), markdown=str(same))

@@ -86,6 +86,45 @@ def test_a_known_onnx_model_gives_exact_parameters_macs_and_operators(tmp_path):
     assert len(rows_of(inspect(path, top=2), "Layers with most MACs")) == 2
 
 
+def test_parameters_are_weights_not_shape_constants_scales_or_statistics(tmp_path):
+    """Conv → BatchNormalization (not folded) → Clip(0, 6) → Reshape (an int64 shape) → Gemm →
+    Mul by a scalar: the parameters are the convolution's weight and bias, the batch norm's
+    scale and shift and the Gemm's weight and bias, as PyTorch counts them."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    def tensor(name, array):
+        return numpy_helper.from_array(np.asarray(array), name)
+
+    nodes = [
+        helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3, 3], name="conv"),
+        helper.make_node("BatchNormalization", ["c", "scale", "shift", "mean", "var"], ["n"],
+                         name="norm"),
+        helper.make_node("Clip", ["n", "low", "high"], ["r"], name="relu6"),
+        helper.make_node("Reshape", ["r", "shape"], ["flat"], name="flatten"),
+        helper.make_node("Gemm", ["flat", "fw", "fb"], ["g"], transB=1, name="fc"),
+        helper.make_node("Mul", ["g", "half"], ["y"], name="scale_output"),
+    ]
+    initializers = [
+        tensor("w", np.ones((4, 1, 3, 3), np.float32)), tensor("b", np.zeros(4, np.float32)),
+        tensor("scale", np.ones(4, np.float32)), tensor("shift", np.zeros(4, np.float32)),
+        tensor("mean", np.zeros(4, np.float32)), tensor("var", np.ones(4, np.float32)),
+        tensor("low", np.float32(0)), tensor("high", np.float32(6)),
+        tensor("shape", np.array([-1, 144], np.int64)),
+        tensor("fw", np.ones((3, 144), np.float32)), tensor("fb", np.zeros(3, np.float32)),
+        tensor("half", np.float32(0.5)),
+    ]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 1, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])], initializers)
+    path = tmp_path / "constants.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    report = inspect(path)
+    assert report.figures["parameters"] == 36 + 4 + 4 + 4 + 432 + 3
+    # Only the layers that multiply: no rows for the batch norm, the reshape or the scaling.
+    assert [row[:4] for row in rows_of(report, "Layers with most MACs")] == [
+        ["conv", "Conv", 4 * 6 * 6 * 9, 40], ["fc", "Gemm", 432, 435]]
+
+
 def test_a_transposed_convolution_counts_its_input_elements(tmp_path):
     import onnx
     from onnx import TensorProto, helper, numpy_helper
@@ -113,36 +152,51 @@ def test_the_digits_onnx_model_shows_its_interface_and_heaviest_layers(digits_on
     assert shape[1:].split(",")[0] not in ("1", "?")   # the free batch dimension keeps its name
     (name, dtype, shape), = rows_of(report, "Outputs")
     assert name == "logits" and shape.endswith(", 10]")
-    assert report.figures["parameters"] == sum(numpy_helper.to_array(i).size for i in model.graph.initializer)
-    assert 30_000 < report.figures["parameters"] < 60_000
+    # The float weights and biases; not the int64 shape of the Reshape before the classifier.
+    arrays = [numpy_helper.to_array(i) for i in model.graph.initializer]
+    assert any(a.dtype == np.int64 for a in arrays)
+    assert report.figures["parameters"] == sum(a.size for a in arrays if a.dtype.kind == "f")
+    # What PyTorch counts, with the three batch norms (224 scales and shifts) folded into the
+    # convolutions before them (112 biases), as the exporter does.
+    assert report.figures["parameters"] == 40_506 - 224 + 112
     operators = dict((op, n) for op, n in rows_of(report, "Operators"))
     assert operators["Conv"] == 3 and sum(operators.values()) == report.figures["nodes"] == len(model.graph.node)
     counts = [n for _, n in rows_of(report, "Operators")]
     assert counts == sorted(counts, reverse=True)
     layers = rows_of(report, "Layers with most MACs")
     assert [row[2] for row in layers] == sorted((row[2] for row in layers), reverse=True)
+    assert [row[1] for row in layers] == ["Conv", "Conv", "Gemm", "Conv", "Gemm"]  # no 0-MAC rows
     # Convolutions 16→32 on 8x8 and 32→64 on 4x4 tie at 294,912 MACs; more weights rank first.
     assert [row[1:3] for row in layers[:2]] == [["Conv", 64 * 4 * 4 * 32 * 9], ["Conv", 32 * 8 * 8 * 16 * 9]]
     assert report.figures["macs"] == 16 * 64 * 9 + 32 * 64 * 144 + 64 * 16 * 288 + 256 * 64 + 64 * 10
 
 
-def test_a_state_dict_lists_its_tensors_and_total(trained_digits_project):
+def test_a_state_dict_lists_its_tensors_and_counts_parameters_as_torch_does(trained_digits_project):
     import torch
+
+    from workbench.modeltools.project_code import ProjectCode
 
     path = model_path(trained_digits_project)
     state = torch.load(path, weights_only=True)
+    code = ProjectCode(trained_digits_project)
+    net = code.build_model("digits_net", code.hparams(), path)
     report = inspect(path)
     assert report.figures["format"] == "PyTorch state_dict"
-    assert report.figures["parameters"] == sum(t.numel() for t in state.values())
+    # Parameters as PyTorch counts them; the batch norms' running statistics are buffers.
+    assert report.figures["parameters"] == sum(p.numel() for p in net.parameters()) == 40_506
+    assert report.figures["buffers"] == sum(b.numel() for b in net.buffers()) == 227
     assert report.figures["tensors"] == len(state)
     rows = rows_of(report, "Tensors")
     assert [r[0] for r in rows] == list(state)
     first = next(iter(state))
     assert rows[0] == [first, "[" + ", ".join(map(str, state[first].shape)) + "]", "float32",
-                       state[first].numel()]
+                       "parameter", state[first].numel()]
+    kinds = {r[0]: r[3] for r in rows}
+    assert kinds["features.0.1.running_var"] == kinds["features.0.1.num_batches_tracked"] == "buffer"
+    assert kinds["features.0.1.weight"] == kinds["features.0.1.bias"] == "parameter"
     heaviest = rows_of(report, "Layers with most parameters")[0]
-    assert heaviest[1] == max(sum(t.numel() for k, t in state.items() if k.rsplit(".", 1)[0] == layer)
-                              for layer in {k.rsplit(".", 1)[0] for k in state})
+    assert heaviest[1] == max(sum(p.numel() for p in module.parameters(recurse=False))
+                              for module in net.modules())
 
 
 def test_a_training_checkpoint_counts_only_the_model(tmp_path, trained_digits_project):
@@ -154,7 +208,8 @@ def test_a_training_checkpoint_counts_only_the_model(tmp_path, trained_digits_pr
     report = inspect(path)
     assert report.figures["format"] == "PyTorch checkpoint (model)"
     assert report.figures["checkpoint_keys"] == "epoch, optimizer"
-    assert report.figures["parameters"] == sum(t.numel() for t in state.values())
+    assert report.figures["parameters"] + report.figures["buffers"] == sum(t.numel() for t in state.values())
+    assert report.figures["parameters"] == 40_506
 
 
 class TinyNet:
@@ -168,10 +223,11 @@ class TinyNet:
             def __init__(self):
                 super().__init__()
                 self.conv = torch.nn.Conv2d(1, 4, 3, padding=1)
+                self.norm = torch.nn.BatchNorm2d(4)
                 self.fc = torch.nn.Linear(4 * 8 * 8, 10)
 
             def forward(self, x):
-                return self.fc(torch.relu(self.conv(x)).flatten(1))
+                return self.fc(torch.relu(self.norm(self.conv(x))).flatten(1))
 
         torch.manual_seed(0)
         return Net().eval()
@@ -186,6 +242,7 @@ def test_a_torchscript_archive_shows_operators_and_tensors(tmp_path):
     report = inspect(path)
     assert report.figures["format"] == "TorchScript"
     assert report.figures["parameters"] == sum(p.numel() for p in net.parameters())
+    assert report.figures["buffers"] == sum(b.numel() for b in net.buffers())
     operators = dict(map(tuple, rows_of(report, "Operators")))
     assert operators.get("aten::_convolution", operators.get("aten::conv2d")) == 1
     assert len(rows_of(report, "Inputs")) == 1
@@ -202,6 +259,7 @@ def test_an_exported_program_is_read_from_its_description(tmp_path):
     report = inspect(path)
     assert report.figures["format"] == "torch.export program"
     assert report.figures["parameters"] == sum(p.numel() for p in net.parameters())
+    assert report.figures["buffers"] == sum(b.numel() for b in net.buffers())
     (name, dtype, shape), = rows_of(report, "Inputs")
     assert name == "x" and dtype == "float32" and shape.endswith(", 1, 8, 8]") and not shape.startswith("[2,")
     operators = dict(map(tuple, rows_of(report, "Operators")))
@@ -215,14 +273,14 @@ def test_an_exported_program_is_read_from_its_description(tmp_path):
 def test_a_text_file_named_onnx_is_reported_as_not_onnx(tmp_path):
     path = tmp_path / "notes.onnx"
     path.write_text("these are notes, not a model\n" * 10)
-    with pytest.raises(ModelToolError, match=r"notes\.onnx is not a readable ONNX model"):
+    with pytest.raises(ModelToolError, match=r"notes\.onnx is not a model file: it is a text file"):
         inspect(path)
 
 
-def test_an_empty_onnx_file_holds_no_graph(tmp_path):
+def test_an_empty_onnx_file_was_not_saved_completely(tmp_path):
     path = tmp_path / "empty.onnx"
     path.write_bytes(b"")
-    with pytest.raises(ModelToolError, match=r"empty\.onnx holds no ONNX graph"):
+    with pytest.raises(ModelToolError, match=r"empty\.onnx is empty \(0 bytes\), so it was not saved"):
         inspect(path)
 
 
@@ -238,7 +296,7 @@ def test_a_truncated_state_dict_is_named(trained_digits_project, tmp_path):
     data = model_path(trained_digits_project).read_bytes()
     path = tmp_path / "cut.pt"
     path.write_bytes(data[:len(data) // 2])
-    with pytest.raises(ModelToolError, match=r"cut\.pt is not a PyTorch file"):
+    with pytest.raises(ModelToolError, match=r"cut\.pt is a damaged or truncated PyTorch file"):
         inspect(path)
 
 
@@ -258,7 +316,8 @@ def test_a_pickled_object_is_refused_without_running_its_code(tmp_path):
     marker = tmp_path / "code-ran"
     path = tmp_path / "whole-model.pt"
     torch.save({"model": Payload(marker)}, path)
-    with pytest.raises(ModelToolError, match=r"whole-model\.pt holds pickled Python objects.*state_dict"):
+    with pytest.raises(ModelToolError, match=r"whole-model\.pt holds a whole pickled Python object"
+                                             r".*state_dict"):
         inspect(path)
     assert not marker.exists()
 
@@ -266,13 +325,20 @@ def test_a_pickled_object_is_refused_without_running_its_code(tmp_path):
 def test_a_pt2_that_is_not_an_archive_is_named(tmp_path):
     path = tmp_path / "program.pt2"
     path.write_bytes(b"\x00" * 64)
-    with pytest.raises(ModelToolError, match=r"program\.pt2 is not a torch.export archive"):
+    with pytest.raises(ModelToolError, match=r"program\.pt2 is not a model file"):
         inspect(path)
+
+
+def flatbuffer() -> bytes:
+    """The smallest file laid out as a FlatBuffer (root table at 8, its vtable at 4)."""
+    import struct
+
+    return struct.pack("<IHHi", 8, 4, 4, 4) + b"\x00" * 52
 
 
 def test_other_formats_point_to_their_own_tools(tmp_path):
     path = tmp_path / "digits.mnn"
-    path.write_bytes(b"\x00" * 64)
+    path.write_bytes(flatbuffer())
     with pytest.raises(ModelToolError, match=r"digits\.mnn: inspect reads \.onnx, \.pt, \.pth and \.pt2"):
         inspect(path)
     assert ".mnn" not in SPEC.applies_to

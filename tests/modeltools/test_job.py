@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -220,11 +221,25 @@ def test_a_job_killed_from_outside_is_an_error_and_leaves_no_partial_file(tools,
     assert partial_files(source.parent) == []
 
 
-def test_a_job_that_lingers_after_its_report_is_ended_and_its_report_kept(tools, source):
+def test_the_job_ends_as_soon_as_it_has_said_its_outcome(tools, source):
+    """A thread the tool leaves running (or the interpreter's slow teardown with torch loaded)
+    keeps nobody waiting at 100 %: the job ends itself right after its result."""
     job = start(Recorder(), source, behaviour="linger")
+    job.grace = 30.0  # the parent would wait this long before killing a lingering job
+    started = time.monotonic()
     report = job.wait(WAIT_S)
     assert report.title == "Counted 3 steps" and source.with_name("numbers.count.txt").is_file()
-    assert job.returncode == -signal.SIGKILL
+    assert job.returncode == 0 and time.monotonic() - started < job.grace
+
+
+def test_a_job_that_lingers_after_its_report_is_ended_and_its_report_kept(tools):
+    script = ("import json, sys, time; sys.stdin.read(); "
+              "print(json.dumps({'event': 'result', 'report': {'tool': 'count', 'title': 'Done'}}), "
+              "flush=True); time.sleep(600)")
+    job = Recorder().job(command=[sys.executable, "-c", script], grace=0.5)
+    job.start(ToolInvocation("count", {}))
+    report = job.wait(WAIT_S)
+    assert report.title == "Done" and job.returncode == -signal.SIGKILL
 
 
 def test_a_job_whose_reader_went_away_cancels_itself(tools, source):

@@ -171,3 +171,58 @@ def test_missing_files_and_folders(tmp_path):
         identify(tmp_path / "missing.pt")
     with pytest.raises(ModelToolError, match=r"is a folder; give a model file"):
         identify(tmp_path)
+
+
+# --- every tool says it the same way ------------------------------------------------------------
+
+def bad_files(folder: Path, saved: dict[str, Path]) -> dict[str, Path]:
+    files = {"text": folder / "notes.onnx", "empty": folder / "empty.onnx",
+             "truncated": folder / "half.onnx"}
+    files["text"].write_text("best epoch: 4, accuracy 95 %\n")
+    files["empty"].touch()
+    files["truncated"].write_bytes(saved["onnx"].read_bytes()[:-200])
+    return files
+
+
+@pytest.mark.parametrize("bad", ["text", "empty", "truncated"])
+def test_every_tool_gives_the_same_message_for_a_file_that_is_no_model(saved, tmp_path,
+                                                                      monkeypatch, bad):
+    from workbench.modeltools.params import ToolInvocation
+    from workbench.modeltools.running import run_tool
+
+    monkeypatch.chdir(tmp_path)
+    relative = bad_files(tmp_path, saved)[bad].relative_to(tmp_path)
+    with pytest.raises(ModelToolError) as caught:
+        identify(relative)
+    expected = str(caught.value)
+    assert expected.startswith(f"{relative} is ")  # the path as the user gave it
+    reference = shutil.copy(saved["onnx"], tmp_path / "reference.onnx")
+    invocations = [ToolInvocation("convert", {"model": str(relative)}),
+                   ToolInvocation("quantize", {"model": str(relative)}),
+                   ToolInvocation("sparsify", {"model": str(relative)}),
+                   ToolInvocation("inspect", {"model": str(relative)}),
+                   ToolInvocation("compare", {"models": [reference, str(relative)],
+                                              "data": "data.npz"})]
+    for invocation in invocations:
+        with pytest.raises(ModelToolError) as caught:
+            run_tool(invocation)
+        assert str(caught.value) == expected, invocation.tool
+        assert "Wire format" not in str(caught.value) and "protobuf" not in str(caught.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["notes.onnx", "empty.onnx", "half.onnx", "reference.onnx"])
+
+
+def test_a_tool_given_the_wrong_kind_says_what_the_file_is_and_what_to_do(saved):
+    from workbench.modeltools.model_files import expect
+
+    with pytest.raises(ModelToolError) as caught:
+        expect(saved["state_dict"], (ONNX,), "Quantize")
+    assert str(caught.value) == (
+        f"{saved['state_dict']} is PyTorch weights (a state_dict, or a checkpoint holding one); "
+        f"Quantize takes ONNX models: convert it to ONNX first (workbench model convert "
+        f"{saved['state_dict']})")
+    with pytest.raises(ModelToolError) as caught:
+        expect(saved["onnx"], (STATE_DICT, TORCHSCRIPT))
+    assert str(caught.value) == (f"{saved['onnx']} is an ONNX model, not PyTorch weights or a "
+                                 "TorchScript model; give the PyTorch model it was exported from")
+    assert expect(saved["program"], (EXPORTED_PROGRAM,)).kind == EXPORTED_PROGRAM

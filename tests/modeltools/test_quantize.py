@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.modeltools.conftest import RUN_ID
+from tests.modeltools.conftest import RUN_ID, model_path
 from workbench.modeltools.context import ToolContext
 from workbench.modeltools.errors import ModelToolError, ToolCancelled
 from workbench.modeltools.quantization.summary import LAYERS_TABLE
@@ -105,11 +105,17 @@ def test_static_int8_of_the_digits_model_meets_the_size_and_accuracy_goals(
     assert session.run(None, {"images": np.zeros((2, 1, 8, 8), np.float32)})[0].shape == (2, 10)
 
     stages = [e["name"] for e in events if e["event"] == "stage"]
-    assert stages == list(SPEC.stages)
+    assert stages == list(SPEC.stages) == ["Load model", "Load data", "Calibrate", "Quantize",
+                                           "Evaluate", "Compare layers"]
     calibrating = events.index(next(e for e in events if e.get("name") == "Calibrate"))
     quantizing = events.index(next(e for e in events if e.get("name") == "Quantize"))
     progress = [e["fraction"] for e in events[calibrating:quantizing] if e["event"] == "progress"]
     assert len(progress) >= 2 and progress == sorted(progress) and progress[-1] == 1.0
+    # The per-layer comparison reports its batches; 100 % comes once, when all is done.
+    comparing = events.index(next(e for e in events if e.get("name") == "Compare layers"))
+    progress = [e["fraction"] for e in events[comparing:] if e["event"] == "progress"]
+    assert len(progress) >= 3 and progress == sorted(progress) and progress.count(1.0) == 1
+    assert events[-1] == {"event": "progress", "fraction": 1.0}
     assert leftovers(digits_copy.parent, {"digits.onnx", "digits.int8.onnx"}) == []
 
 
@@ -333,7 +339,31 @@ def test_a_file_that_is_not_onnx_is_refused(tmp_path, digits_npz):
     model = tmp_path / "notes.onnx"
     model.write_text("these are my notes, not a model\n" * 20)
     message = expect_error(model, keep={"notes.onnx"}, data=str(digits_npz))
-    assert str(model) in message and "export or convert it again" in message
+    assert message.startswith(f"{model} is not a model file: it is a text file")
+    assert "Wire format" not in message
+
+
+def test_pytorch_weights_are_sent_to_convert_first(trained_digits_project, tmp_path, digits_npz):
+    model = Path(shutil.copy(model_path(trained_digits_project), tmp_path / "model.pt"))
+    message = expect_error(model, keep={"model.pt"}, data=str(digits_npz))
+    assert message == (f"{model} is PyTorch weights (a state_dict, or a checkpoint holding one); "
+                       f"Quantize takes ONNX models: convert it to ONNX first (workbench model "
+                       f"convert {model})")
+
+
+def test_a_default_output_never_replaces_an_earlier_variant(digits_copy, digits_npz):
+    earlier = digits_copy.with_name("digits.fp16.onnx")
+    earlier.write_bytes(b"an earlier variant")
+    report = quantize(digits_copy, data=str(digits_npz), mode="fp16", layer_report=False,
+                      repeats=0)
+    assert report.outputs == [str(digits_copy.with_name("digits.fp16-2.onnx"))]
+    assert earlier.read_bytes() == b"an earlier variant"
+    # Named with -o, it is replaced: the user asked for it.
+    report = quantize(digits_copy, data=str(digits_npz), mode="fp16", layer_report=False,
+                      repeats=0, output=str(earlier))
+    assert report.outputs == [str(earlier)] and earlier.read_bytes() != b"an earlier variant"
+    assert leftovers(digits_copy.parent, {"digits.onnx", "digits.fp16.onnx",
+                                          "digits.fp16-2.onnx"}) == []
 
 
 def test_a_truncated_onnx_file_is_refused(digits_onnx, tmp_path, digits_npz):

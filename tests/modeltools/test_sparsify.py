@@ -73,7 +73,7 @@ def test_the_declaration_offers_the_pruning_parameters_and_stages():
     assert SPEC.param("method").choices == ("magnitude", "channels")
     assert SPEC.param("scope").choices == ("global", "layer")
     assert SPEC.param("sparsity").default == 0.5
-    assert SPEC.stages == ("Load", "Prune", "Fine-tune", "Export", "Evaluate")
+    assert SPEC.stages == ("Load model", "Load data", "Prune", "Fine-tune", "Export", "Evaluate")
     assert ".onnx" in SPEC.applies_to and ".pt" in SPEC.applies_to
 
 
@@ -81,7 +81,8 @@ def test_the_declaration_offers_the_pruning_parameters_and_stages():
 
 def test_global_magnitude_pruning_of_an_onnx_model_outside_any_project(onnx_copy, digits_npz):
     before = onnx_copy.read_bytes()
-    report = sparsify({"model": str(onnx_copy), "data": str(digits_npz)})
+    events = []
+    report = sparsify({"model": str(onnx_copy), "data": str(digits_npz)}, events)
 
     target = onnx_copy.with_name("digits.sparse.onnx")
     assert report.outputs == [str(target)]
@@ -100,6 +101,18 @@ def test_global_magnitude_pruning_of_an_onnx_model_outside_any_project(onnx_copy
     assert figures["compressed_size_ratio"] < 0.8  # the zeros compress
     assert figures["latency_p50_ms_before"] > 0 and figures["latency_ratio"] > 0
     assert leftovers(onnx_copy.parent) == []
+    assert [e["name"] for e in events if e["event"] == "stage"] == list(SPEC.stages)
+    # The last stage reaches 100 % once, as the report is done, not before.
+    last = events[max(i for i, e in enumerate(events) if e["event"] == "stage"):]
+    fractions = [e["fraction"] for e in last if e["event"] == "progress"]
+    assert fractions == sorted(fractions) and fractions.count(1.0) == 1 and fractions[-1] == 1.0
+    assert events[-1] == {"event": "progress", "fraction": 1.0}
+
+    # Again: the first variant is kept, the second takes the next free name.
+    written = target.read_bytes()
+    again = sparsify({"model": str(onnx_copy), "data": str(digits_npz), "sparsity": 0.7})
+    assert again.outputs == [str(onnx_copy.with_name("digits.sparse-2.onnx"))]
+    assert target.read_bytes() == written
 
 
 def test_layer_magnitude_pruning_of_onnx_leaves_ignored_layers_alone(onnx_copy):
@@ -128,7 +141,7 @@ def test_channel_pruning_of_an_onnx_model_asks_for_the_checkpoint(onnx_copy):
 def test_a_file_that_is_not_a_model_is_refused(digits_project, onnx_copy):
     fake_onnx = onnx_copy.with_name("notes.onnx")
     fake_onnx.write_text("not a model")
-    with pytest.raises(ModelToolError, match="notes.onnx is not an ONNX model"):
+    with pytest.raises(ModelToolError, match="notes.onnx is not a model file: it is a text file"):
         sparsify({"model": str(fake_onnx)})
     truncated = onnx_copy.with_name("truncated.onnx")
     data = onnx_copy.read_bytes()
@@ -137,14 +150,45 @@ def test_a_file_that_is_not_a_model_is_refused(digits_project, onnx_copy):
         sparsify({"model": str(truncated)})
     fake_checkpoint = digits_project / "notes.pt"
     fake_checkpoint.write_text("not a checkpoint")
-    with pytest.raises(ModelToolError, match="notes.pt is not a PyTorch checkpoint"):
+    with pytest.raises(ModelToolError, match="notes.pt is not a model file: it is a text file"):
         sparsify({"model": str(fake_checkpoint)})
     program = digits_project / "model.pruned.pt2"
-    program.write_bytes(b"PK")
-    with pytest.raises(ModelToolError, match="torch.export program.*checkpoint"):
+    write_exported_program(program)
+    with pytest.raises(ModelToolError, match="is an ExportedProgram.*checkpoint"):
         sparsify({"model": str(program)})
     assert leftovers(onnx_copy.parent) == [] and leftovers(digits_project) == []
     assert model_files(digits_project) == ["model.pruned.pt2"]
+
+
+def write_exported_program(path: Path) -> Path:
+    """A file laid out as torch.export.save writes one (only its table of contents matters)."""
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("model/archive_format", "pt2")
+        archive.writestr("model/models/model.json", "{}")
+    return path
+
+
+def test_a_mistyped_input_shape_is_refused_before_anything_loads(digits_project):
+    for typed, message in (("1x1x8x8", r"--input-shape 1x1x8x8: '1x1x8x8' is not a positive "
+                                        r"whole number \(separate the sizes with commas"),
+                           ("1,0,8,8", r"--input-shape 1,0,8,8: '0' is not a positive"),
+                           ("8", r"--input-shape 8: give the batch and at least one more size")):
+        events = []
+        with pytest.raises(ModelToolError, match=message):
+            sparsify({"model": str(model_path(digits_project)), "input_shape": typed}, events)
+        assert events == []  # not even the first stage began
+    assert model_files(model_path(digits_project).parent) == []
+
+
+def test_the_input_shape_given_is_the_one_used_and_quoted(digits_project, onnx_copy, digits_npz):
+    with pytest.raises(ModelToolError, match=r"does not run on inputs of --input-shape 1,1,8:"):
+        sparsify({"model": str(model_path(digits_project)), "input_shape": "1,1,8"})
+    with pytest.raises(ModelToolError, match=r"--input-shape 1,1,16,16 does not fit .*digits.onnx"):
+        sparsify({"model": str(onnx_copy), "data": str(digits_npz), "input_shape": "1,1,16,16"})
+    assert model_files(model_path(digits_project).parent) == []
+    assert model_files(onnx_copy.parent) == ["digits.onnx"]
 
 
 def test_a_checkpoint_outside_any_project_needs_its_project(digits_project, tmp_path):
@@ -198,7 +242,7 @@ def test_data_of_the_wrong_shape_is_refused_before_anything_is_pruned(digits_pro
     events = []
     with pytest.raises(ModelToolError, match="samples of shape"):
         sparsify({"model": str(onnx_copy), "data": str(wrong)}, events)
-    assert [e["name"] for e in events if e["event"] == "stage"] == ["Load"]
+    assert [e["name"] for e in events if e["event"] == "stage"] == ["Load model", "Load data"]
 
 
 def test_cancelling_during_finetuning_writes_nothing(digits_project):
@@ -217,6 +261,31 @@ def test_cancelling_during_finetuning_writes_nothing(digits_project):
                   "finetune_epochs": 2}, context=context)
     outputs = model_path(digits_project).parent
     assert model_files(outputs) == [] and leftovers(outputs) == []
+
+
+def test_the_exporters_chatter_goes_to_the_log_without_the_known_harmless_messages(
+        tmp_path, monkeypatch, capfd):
+    import logging
+    import warnings
+
+    import torch
+
+    from workbench.modeltools.pruning.export import export_onnx
+
+    def chatty_export(model, args, target, **options):
+        logging.getLogger("torch.onnx._internal.exporter._registration").warning(
+            "torchvision is not installed. Skipping torchvision::roi_align")
+        warnings.warn("`isinstance(treespec, LeafSpec)` is deprecated", FutureWarning)
+        print("W1130 12:06:37.369000 11246 torch/onnx/_internal/_core.py:9] opset 18 chosen")
+        Path(target).write_bytes(b"onnx")
+
+    monkeypatch.setattr(torch.onnx, "export", chatty_export)
+    lines: list[str] = []
+    assert export_onnx(torch.nn.Linear(2, 2), torch.zeros(2, 2), tmp_path / "m.onnx", "the model",
+                       lines.append) == "dynamo"
+    assert lines == ["torch/onnx/_internal/_core.py:9] opset 18 chosen"]
+    terminal = capfd.readouterr()
+    assert terminal.out == terminal.err == ""
 
 
 # --- structured channel pruning ------------------------------------------------------------
@@ -288,13 +357,18 @@ def test_half_the_channels_removed_and_two_epochs_of_finetuning_keep_digits_accu
 @pytest.mark.slow
 def test_magnitude_masks_stay_fixed_through_finetuning(digits_project):
     source = model_path(digits_project)
+    # An earlier run's program: the default outputs take the next number, both of them.
+    earlier = source.with_name("model.sparse.pt2")
+    earlier.write_bytes(b"an earlier variant")
     report = sparsify({"model": str(source), "method": "magnitude", "scope": "global",
                        "sparsity": 0.6, "finetune_epochs": 1})
 
     rows = report.table("Sparsity per layer").rows
     assert sum(row[3] for row in rows) == round(0.6 * sum(row[2] for row in rows))
-    target = source.with_name("model.sparse.onnx")
-    assert report.outputs == [str(target), str(source.with_name("model.sparse.pt2"))]
+    target = source.with_name("model.sparse-2.onnx")
+    assert report.outputs == [str(target), str(source.with_name("model.sparse-2.pt2"))]
+    assert earlier.read_bytes() == b"an earlier variant"
+    assert not source.with_name("model.sparse.onnx").exists()
     # The linear layer's weight reaches the ONNX file as it is: its zeros survived training.
     zeros, _ = onnx_weight_zeros(target, "classifier.1.weight")
     assert zeros >= next(row[3] for row in rows if row[0] == "classifier.1")

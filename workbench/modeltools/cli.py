@@ -3,7 +3,8 @@
 The subcommands are generated from the tools' declarations (``ToolSpec``, plugins' tools
 included), and the values go through ``ToolSpec.resolve``, so the CLI and the tool window take
 the same parameters and check them the same way. Errors are ModelToolError; the ``workbench``
-command prints them as one line and exits 1.
+command prints them as one line and exits 1 (with ``--json``, stdout gets them as a JSON object
+too). A cancel (Ctrl+C) exits 130, as shells expect after SIGINT.
 
 Start-up: listing the tools imports their declarations only, never torch or onnxruntime (a tool
 imports those inside its run function, in the job process).
@@ -32,6 +33,8 @@ POLL_S = 0.05
 LIST_USAGE_WIDTH = 26
 # Columns of the argument descriptions in a tool's --help (click's own text is at most 80 wide).
 HELP_WIDTH = 76
+# The exit status after a cancel: 128 + SIGINT, what shells report for a command Ctrl+C ended.
+CANCELLED_STATUS = 128 + signal.SIGINT
 
 
 def _tools() -> dict:
@@ -42,6 +45,14 @@ def _tools() -> dict:
 
 class ModelGroup(click.Group):
     """``list`` and one subcommand per tool, built from its declaration when asked for."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args and self.no_args_is_help and not ctx.resilient_parsing:
+            # The group's help, as --help prints it. (click would raise it as a usage error,
+            # which `workbench` prints as one error line.)
+            click.echo(ctx.get_help(), color=ctx.color)
+            ctx.exit(0)
+        return super().parse_args(ctx, args)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [*_tools(), *super().list_commands(ctx)]
@@ -68,8 +79,8 @@ def model_group() -> None:
     Each tool takes the model as its argument and writes what it makes beside it unless -o says
     where. `workbench model TOOL --help` explains a tool's parameters; `workbench model list`
     lists every tool's. A tool shows its progress on stderr and prints its report at the end
-    (--json: the report as JSON, and nothing else on stdout). Ctrl+C cancels it, and nothing is
-    written; a second Ctrl+C stops it at once.
+    (--json: the report as JSON, and nothing else on stdout; an error as {"error": ...}). Ctrl+C
+    cancels it, nothing is written and the exit status is 130; a second Ctrl+C stops it at once.
     """
 
 
@@ -176,6 +187,26 @@ def tool_command(spec) -> click.Command:
 
 
 def _run_command(spec, as_json: bool, project: Path | None, **given) -> None:
+    from workbench.modeltools.errors import ModelToolError, ToolCancelled
+
+    try:
+        report = _run(spec, project, given)
+    except ToolCancelled as exc:
+        if as_json:
+            _print_error(spec, exc, cancelled=True)
+        click.echo(f"workbench: {exc}", err=True)
+        raise SystemExit(CANCELLED_STATUS) from None
+    except ModelToolError as exc:
+        if as_json:  # the one-line message on stderr follows, as without --json
+            _print_error(spec, exc)
+        raise
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        click.echo(report.to_text())
+
+
+def _run(spec, project: Path | None, given: dict):
     from workbench.modeltools.errors import ModelToolError
     from workbench.modeltools.params import ToolInvocation
 
@@ -188,11 +219,15 @@ def _run_command(spec, as_json: bool, project: Path | None, **given) -> None:
             raise ModelToolError(f"{project} is not a Workbench project (it has no workbench.toml); "
                                  "give the project's folder with --project")
     invocation = ToolInvocation(spec.name, values, str(project) if project else None)
-    report = run_in_job(invocation, ProgressLine(sys.stderr, _is_terminal(sys.stderr)))
-    if as_json:
-        click.echo(json.dumps(report.to_json(), indent=2))
-    else:
-        click.echo(report.to_text())
+    return run_in_job(invocation, ProgressLine(sys.stderr, _is_terminal(sys.stderr)))
+
+
+def _print_error(spec, error: Exception, cancelled: bool = False) -> None:
+    """An error as the one JSON object --json promises on stdout."""
+    data = {"error": str(error), "tool": spec.name}
+    if cancelled:
+        data["cancelled"] = True
+    click.echo(json.dumps(data, indent=2))
 
 
 def _is_terminal(stream) -> bool:

@@ -31,7 +31,7 @@ SPEC = ToolSpec(
     params=(
         Param("models", "paths", "The model files to compare, two or more; the first is the "
               "reference unless --reference names another.", required=True, positional=True,
-              suffixes=MODEL_SUFFIXES),
+              minimum=2, suffixes=MODEL_SUFFIXES),
         Param("reference", "path", "The model the others are measured against (default: the "
               "first one given; a file not among the models is added first).",
               suffixes=MODEL_SUFFIXES),
@@ -58,6 +58,14 @@ SPEC = ToolSpec(
 )
 
 TABLE = "Variants"
+# A variant is named the fastest (smallest) only when it beats every other by more than this
+# fraction; closer than that, timing noise (or a few bytes) decides, and the figure says so.
+CLEAR_MARGIN = 0.05
+ABOUT_THE_SAME = "about the same"
+# A variant losing more accuracy than this (points), or agreeing with the reference on fewer
+# samples than this (percent), gets a warning naming it.
+ACCURACY_DROP_WARNING = 1.0
+AGREEMENT_WARNING = 99.0
 
 
 def run_compare(values: dict, context: ToolContext) -> ToolReport:
@@ -133,6 +141,7 @@ def run_compare(values: dict, context: ToolContext) -> ToolReport:
                      _ms(at_one, "p50"), _ms(at_one, "p90"), _ms(at_batch, "p50"), _ms(at_batch, "p90")])
     if data.y is None:
         warnings.append(f"the data from {data.source} has no labels (y): accuracy is not measured")
+    warnings += _quality_warnings(rows)
     columns = ["model", "runtime", "size (bytes)", "size ratio", "accuracy %", "agreement %",
                "max abs diff", "p50 batch 1 (ms)", "p90 batch 1 (ms)",
                f"p50 batch {batch} (ms)", f"p90 batch {batch} (ms)"]
@@ -190,7 +199,7 @@ def _export_targets(values: dict, paths: list[Path], check_output) -> dict[str, 
     targets = {}
     for kind in ("csv", "markdown"):
         if values.get(kind):
-            targets[kind] = check_output(Path(values[kind]), paths)
+            targets[kind] = check_output(Path(values[kind]), paths, flag=f"--{kind}")
     if len(targets) == 2 and targets["csv"] == targets["markdown"]:
         raise ModelToolError(f"--csv and --markdown both name {targets['csv']}; give two files")
     return targets
@@ -289,11 +298,11 @@ def _figures(rows: list, data: Any, batch: int, repeats: int, threads: int) -> d
     timed = [r for r in rows if r[7] is not None]
     if timed:
         fastest = min(timed, key=lambda r: r[7])
-        figures.update({"fastest": fastest[0], "fastest_p50_ms": fastest[7]})
+        figures.update({"fastest": _clear_winner(timed, 7), "fastest_p50_ms": fastest[7]})
         if reference[7]:
             figures["best_latency_ratio"] = round(fastest[7] / reference[7], 4)
     smallest = min(rows, key=lambda r: r[2])
-    figures.update({"smallest": smallest[0], "smallest_size_ratio": smallest[3],
+    figures.update({"smallest": _clear_winner(rows, 2), "smallest_size_ratio": smallest[3],
                     "min_agreement": min(r[5] for r in variants),
                     "max_abs_diff": max(r[6] for r in variants)})
     if reference[4] is not None:
@@ -301,6 +310,33 @@ def _figures(rows: list, data: Any, batch: int, repeats: int, threads: int) -> d
         figures["max_accuracy_drop"] = round(max(reference[4] - r[4] for r in variants), 3)
     figures.update({"batch": batch, "repeats": repeats, "threads": threads})
     return figures
+
+
+def _clear_winner(rows: list, column: int) -> str:
+    """The name of the row with the lowest value in ``column`` when it is lower than every other
+    row's by more than CLEAR_MARGIN, else ABOUT_THE_SAME."""
+    ranked = sorted(rows, key=lambda r: r[column])
+    best, runner_up = ranked[0], ranked[1] if len(ranked) > 1 else None
+    if runner_up is None or best[column] < runner_up[column] * (1 - CLEAR_MARGIN):
+        return best[0]
+    return ABOUT_THE_SAME
+
+
+def _quality_warnings(rows: list) -> list[str]:
+    """A warning for each variant that loses accuracy or disagrees with the reference."""
+    reference = rows[0]
+    warnings = []
+    for row in rows[1:]:
+        name, accuracy, agreement = row[0], row[4], row[5]
+        if accuracy is not None and reference[4] is not None:
+            drop = reference[4] - accuracy
+            if drop > ACCURACY_DROP_WARNING:
+                warnings.append(f"{name} is {drop:.1f} points less accurate than {reference[0]} "
+                                f"({accuracy:.1f} % against {reference[4]:.1f} %)")
+        if agreement < AGREEMENT_WARNING:
+            warnings.append(f"{name} predicts the class {reference[0]} predicts for only "
+                            f"{agreement:.1f} % of the samples")
+    return warnings
 
 
 def _plots(rows: list, batch: int) -> list[ReportPlot]:

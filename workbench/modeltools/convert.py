@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import importlib
 import inspect
 import io
 import os
@@ -25,14 +26,15 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from workbench.modeltools import model_files
 from workbench.modeltools.context import ToolContext
 from workbench.modeltools.errors import ModelToolError, ToolCancelled
-from workbench.modeltools.params import Param, ToolSpec
+from workbench.modeltools.outputs import NEVER_OVERWRITES
+from workbench.modeltools.params import Param, ToolSpec, parse_input_shape, shape_text
 from workbench.modeltools.report import ReportTable, ToolReport
 
 EXPORTERS = ("auto", "dynamo", "torchscript")
@@ -48,6 +50,12 @@ DIFF_WARNING = 1e-3
 # The most lines of the exporters' chatter passed on to the log (which a terminal shows); a
 # failing dynamo export prints whole graphs.
 MAX_LOG_LINES = 40
+# Progress through the Export stage: the dynamo exporter's imports, then its steps as it prints
+# them (step: fraction when it begins, when it is done), measured on a small CNN.
+DYNAMO_IMPORTED = 0.25
+DYNAMO_STEPS = {"Obtain model graph": (0.3, 0.7), "Run decompositions": (0.7, 0.85),
+                "Translate the graph into ONNX": (0.85, 0.9),
+                "Optimize the ONNX graph": (0.9, 0.95)}
 
 SUFFIXES = (".pt", ".pth", ".ckpt", ".pt2", ".ts", ".torchscript")
 
@@ -62,8 +70,8 @@ SPEC = ToolSpec(
               "of this project, a TorchScript file, or an ExportedProgram (.pt2).",
               required=True, positional=True, suffixes=SUFFIXES),
         Param("output", "path", "The ONNX file to write (default: beside the model, named "
-              "<stem>.onnx, e.g. runs/<id>/outputs/model.onnx).", short="o", is_output=True,
-              suffixes=(".onnx",)),
+              f"<stem>.onnx, e.g. runs/<id>/outputs/model.onnx; {NEVER_OVERWRITES}).",
+              short="o", is_output=True, suffixes=(".onnx",)),
         Param("model_factory", "str", "For weights: the project's registered model that builds "
               "them (default: model_name of the hyper-parameters the model was trained with).",
               group="Model"),
@@ -84,7 +92,7 @@ SPEC = ToolSpec(
               group="Verify"),
     ),
     run="workbench.modeltools.convert:run_convert",
-    stages=("Load", "Export", "Simplify", "Check", "Verify", "Save"),
+    stages=("Load model", "Load data", "Export", "Simplify", "Check", "Verify", "Save"),
     applies_to=SUFFIXES,
 )
 
@@ -111,35 +119,46 @@ class Exported:
 
 def run_convert(values: dict, context: ToolContext) -> ToolReport:
     """Convert ``values["model"]`` to ONNX; the report's first output is the ONNX file."""
-    started = time.perf_counter()
-    source_path = Path(values["model"]).expanduser().resolve()
-    report = ToolReport("convert", f"Convert {source_path.name} to ONNX")
+    from workbench.modeltools.outputs import atomic_output, check_output, default_output, file_size
 
-    context.stage("Load")
-    identified = model_files.identify(source_path)
+    started = time.perf_counter()
+    # Checked before anything slow (torch alone takes seconds to import): a typing mistake
+    # costs no waiting.
+    typed_shape = parse_input_shape(values["input_shape"])
+    given = Path(values["model"]).expanduser()
+    report = ToolReport("convert", f"Convert {given.name} to ONNX")
+
+    context.stage("Load model")
+    identified = model_files.identify(given)
     if not identified.is_pytorch:
         raise ModelToolError(
-            f"{source_path} is already {identified.description}; Convert makes ONNX from PyTorch "
+            f"{given} is already {identified.description}; Convert makes ONNX from PyTorch "
             "models (weights, TorchScript or .pt2)")
-    target = Path(values["output"] or source_path.with_suffix(".onnx"))
-    from workbench.modeltools.outputs import check_output, file_size
-
+    source_path = given.resolve()
+    explicit = values["output"]
+    target = Path(explicit) if explicit else default_output(source_path, "", ".onnx")
     target = check_output(target, [source_path])
+    context.progress(0.1)
     source = _load(identified, values, context, report)
-    context.progress(0.5)
-    shape, example, data = _inputs(source, values, context, report)
+    context.progress(1.0)
+
+    context.stage("Load data")
+    shape, example, data = _inputs(source, values, typed_shape, context, report)
+    context.progress(0.7)
     _check_input_count(source, len(example))
-    outputs, output_names = _dry_run(source, example)
+    outputs, output_names = _dry_run(source, example, typed_shape)
     input_names = _input_names(source, len(example), output_names)
-    _check_one_file(_weight_bytes(source), source_path)
+    _check_one_file(_weight_bytes(source), given)
     context.log(f"Inputs: {_named_shapes(input_names, example)}; "
                 f"outputs: {_named_shapes(output_names, outputs)}")
+    context.progress(1.0)
 
     context.stage("Export")
     exported = _export(source, example, input_names, output_names, values, context, report)
     context.log(f"Exported with the {exported.exporter} exporter at opset {exported.opset}: "
                 f"{len(exported.model.graph.node)} nodes")
-    _check_one_file(exported.model.ByteSize(), source_path)
+    _check_one_file(exported.model.ByteSize(), given)
+    context.progress(1.0)
 
     context.stage("Simplify")
     model = exported.model
@@ -147,21 +166,25 @@ def run_convert(values: dict, context: ToolContext) -> ToolReport:
         model = _simplify(model, context, report)
     else:
         context.log("Not simplified (simplify is off)")
+    context.progress(1.0)
 
     context.stage("Check")
     _check(model, target, values["simplify"])
     context.log("The ONNX checker and shape inference accept the model")
-
-    from workbench.modeltools.outputs import atomic_output
+    context.progress(1.0)
 
     context.stage("Verify")
-    with atomic_output(target) as temporary:
+    with atomic_output(target, overwrite=bool(explicit)) as temporary:
         _save(model, temporary, target)
         diff, rows = _verify(source, temporary, target, example, shape, data, output_names,
                              values, context, report)
         context.stage("Save")
-    context.progress(1.0)
+    context.progress(0.5)
 
+    from workbench.modeltools.inspect import onnx_parameter_count
+
+    parameters = onnx_parameter_count(model)
+    torch_parameters = _torch_parameter_count(source)
     report.figures = {
         "exporter": exported.exporter,
         "opset": exported.opset,
@@ -169,14 +192,19 @@ def run_convert(values: dict, context: ToolContext) -> ToolReport:
         "source_size_bytes": file_size(source_path),
         "onnx_size_bytes": file_size(target),
         "nodes": len(model.graph.node),
-        "parameters": _parameter_count(model),
-        "seconds": round(time.perf_counter() - started, 3),
+        "parameters": parameters,
     }
+    if torch_parameters is not None and torch_parameters != parameters:
+        report.figures["torch_parameters"] = torch_parameters
+        report.figures["parameters_note"] = _parameters_note(source, model, parameters,
+                                                             torch_parameters)
+    report.figures["seconds"] = round(time.perf_counter() - started, 3)
     if rows:
         report.tables.append(ReportTable(
             "Verification", ["output", "batch", "shape", "max abs diff", "mean abs diff"], rows))
     report.outputs = [str(target)]
     context.log(f"Wrote {target}")
+    context.progress(1.0)
     return report
 
 
@@ -291,20 +319,21 @@ def _project_samples(source: Source, values: dict, context: ToolContext):
     return data
 
 
-def _inputs(source: Source, values: dict, context: ToolContext, report: ToolReport):
+def _inputs(source: Source, values: dict, typed_shape: tuple[int, ...] | None,
+            context: ToolContext, report: ToolReport):
     """The input shape (batch first), the example inputs the exporters trace, and the project's
     samples when they fit the model (else None).
 
-    The shape is --input-shape's, else one project sample's (batch 1), else a .pt2's first
-    example input's. A dynamic batch is traced at 2: torch.export treats a dimension of 1 as the
-    constant 1, and tracing at 1 hides code that fixes the batch size."""
+    The shape is --input-shape's (``typed_shape``), else one project sample's (batch 1), else a
+    .pt2's first example input's. A dynamic batch is traced at 2: torch.export treats a
+    dimension of 1 as the constant 1, and tracing at 1 hides code that fixes the batch size."""
     import torch
 
     data = _project_samples(source, values, context)
     if source.example is not None:
         example = source.example
         shape = tuple(example[0].shape)
-        if values["input_shape"]:
+        if typed_shape is not None:
             report.warnings.append(f"input_shape was not used: {source.path.name} is an "
                                    "ExportedProgram, which has its own example inputs")
         if data is not None and (tuple(data.x.shape[1:]) != shape[1:]
@@ -313,8 +342,8 @@ def _inputs(source: Source, values: dict, context: ToolContext, report: ToolRepo
                         f"{_shape_text(shape)}; verifying on random inputs")
             data = None
         return shape, example, data
-    if values["input_shape"]:
-        shape = _parse_shape(values["input_shape"])
+    if typed_shape is not None:
+        shape = typed_shape
         if data is not None and tuple(data.x.shape[1:]) != shape[1:]:
             context.log(f"The samples of {data.source} are {_shape_text(data.x.shape[1:])}, not "
                         f"{_shape_text(shape[1:])}; verifying on random inputs")
@@ -338,27 +367,10 @@ def _inputs(source: Source, values: dict, context: ToolContext, report: ToolRepo
     return shape, example, data
 
 
-def _parse_shape(items: list[str]) -> tuple[int, ...]:
-    shape = []
-    for item in items:
-        try:
-            size = int(item)
-        except ValueError:
-            size = 0
-        if size < 1:
-            raise ModelToolError(
-                f"--input-shape: {item!r} is not a positive whole number; give the shape with "
-                "the batch first, e.g. 1,3,224,224")
-        shape.append(size)
-    if len(shape) < 2:
-        raise ModelToolError("--input-shape needs the batch and at least one more dimension, "
-                             "e.g. 1,3,224,224")
-    return tuple(shape)
-
-
-def _dry_run(source: Source, example: tuple):
+def _dry_run(source: Source, example: tuple, typed_shape: tuple[int, ...] | None = None):
     """Run the model once on the example: the outputs (tensors) and their names. A model that
-    fails here gets a message about its input, not an exporter's stack."""
+    fails here gets a message about its input, not an exporter's stack; the input is named as
+    the user typed it when it came from --input-shape (the example may hold a larger batch)."""
     import torch
 
     try:
@@ -367,6 +379,12 @@ def _dry_run(source: Source, example: tuple):
     except ToolCancelled:
         raise
     except Exception as exc:
+        if typed_shape is not None and source.example is None:
+            raise ModelToolError(
+                f"{source.path} fails on an input of --input-shape {shape_text(typed_shape)} "
+                f"({_first_line(exc)}); give the shape it takes, batch first (Convert feeds "
+                "float32 tensors; for other inputs save an ExportedProgram with example inputs)"
+            ) from None
         raise ModelToolError(
             f"{source.path} fails on an input of shape {_shape_text(example[0].shape)} "
             f"({_first_line(exc)}); give the shape it takes with --input-shape (Convert feeds "
@@ -529,6 +547,11 @@ def _run_dynamo_exporter(source: Source, example: tuple, input_names: list[str],
         model, args, shapes = _program_to_export(source, example, dynamic, context, report)
     try:
         with _captured(context):
+            # The exporter imports it on its first use, which takes seconds of this stage.
+            importlib.import_module("onnxscript")
+        _progress(context, DYNAMO_IMPORTED)
+        context.check_cancelled()
+        with _captured(context, lambda line: _dynamo_step(line, context)):
             program = torch.onnx.export(
                 model, args, dynamo=True, opset_version=opset, input_names=input_names,
                 output_names=output_names, dynamic_shapes=shapes, external_data=False)
@@ -539,6 +562,23 @@ def _run_dynamo_exporter(source: Source, example: tuple, input_names: list[str],
         context.log(f"The dynamo exporter failed:\n{_excerpt(exc)}")
         raise _ExportFailed(_reason(exc)) from None
     return Exported(onnx_model, "dynamo", _opset_of(onnx_model))
+
+
+def _dynamo_step(line: str, context: ToolContext) -> None:
+    """Move the progress bar as the dynamo exporter reports its steps."""
+    if not line.startswith("[torch.onnx]"):
+        return
+    for step, (begun, done) in DYNAMO_STEPS.items():
+        if step in line:
+            _progress(context, done if line.rstrip().endswith("✅") else begun)
+            return
+
+
+def _progress(context: ToolContext, fraction: float) -> None:
+    # Called from inside an exporter, which would wrap a ToolCancelled in an error of its own:
+    # the cancel is noticed at the next check after the export instead.
+    with contextlib.suppress(ToolCancelled):
+        context.progress(fraction)
 
 
 def _program_to_export(source: Source, example: tuple, dynamic: bool, context: ToolContext,
@@ -695,14 +735,41 @@ def _save(model, temporary: Path, target: Path) -> None:
         raise ModelToolError(f"cannot write {target}: {_first_line(exc)}") from None
 
 
-def _parameter_count(model) -> int:
-    total = 0
-    for tensor in model.graph.initializer:
-        count = 1
-        for dim in tensor.dims:
-            count *= dim
-        total += count
-    return total
+def _torch_parameter_count(source: Source) -> int | None:
+    """The PyTorch model's parameters (its buffers, such as batch norms' running statistics,
+    are not parameters); None when the module cannot say."""
+    try:
+        return sum(p.numel() for p in source.module.parameters())
+    except Exception:
+        return None
+
+
+def _parameters_note(source: Source, model, parameters: int, torch_parameters: int) -> str:
+    """Why the ONNX model's parameter count differs from the PyTorch model's."""
+    norms = [m for m in _modules(source.module) if "BatchNorm" in _module_type(m)]
+    norm_parameters = sum(p.numel() for m in norms for p in m.parameters(recurse=False))
+    kept = any(node.op_type == "BatchNormalization" for node in model.graph.node)
+    if norms and not kept:
+        why = (f"the export folded its {len(norms)} batch-norm layer"
+               f"{'s' if len(norms) != 1 else ''} ({norm_parameters:,} parameters) into the "
+               "layers before them, as runtimes do; the outputs stay the same (max_abs_diff)")
+    else:
+        why = ("the export folded constant computations into the weights, or left out weights "
+               "the outputs do not depend on")
+    return (f"the ONNX model holds {parameters:,} parameters and the PyTorch model "
+            f"{torch_parameters:,}: {why}")
+
+
+def _modules(module) -> list:
+    try:
+        return list(module.modules())
+    except Exception:
+        return []
+
+
+def _module_type(module) -> str:
+    # A TorchScript module keeps the name of the class it was made from.
+    return str(getattr(module, "original_name", "") or type(module).__name__)
 
 
 # --- Verify --------------------------------------------------------------------------------------
@@ -873,18 +940,90 @@ class _Chatter:
     warnings: list = field(default_factory=list)
 
 
+# What the exporters say that tells a user nothing, dropped where it is said. torch.onnx logs a
+# warning for each torchvision operator it cannot register when torchvision is not installed
+# (a model cannot use operators of a library that is not there); torch pickles its tree specs
+# through a deprecated class of its own, and warns about it.
+HARMLESS_LOG_MESSAGES = {
+    "torch.onnx._internal.exporter._registration": ("torchvision is not installed",),
+}
+HARMLESS_WARNINGS = ((FutureWarning, r".*isinstance\(treespec, LeafSpec\)"),)
+
+
+class _HarmlessMessages:
+    """A logging filter dropping the records HARMLESS_LOG_MESSAGES names."""
+
+    def __init__(self, fragments: tuple[str, ...]):
+        self.fragments = fragments
+
+    def filter(self, record) -> bool:
+        message = record.getMessage()
+        return not any(fragment in message for fragment in self.fragments)
+
+
 @contextlib.contextmanager
-def _captured(context: ToolContext):
-    """Whatever the exporters print, log or warn inside goes to the tool's log, not the terminal.
+def harmless_messages_dropped() -> Iterator[None]:
+    """Drop the exporters' known harmless log records and warnings for a while (see
+    HARMLESS_LOG_MESSAGES); every other message passes."""
+    import logging
+    import warnings
+
+    filters = []
+    for name, fragments in HARMLESS_LOG_MESSAGES.items():
+        logger = logging.getLogger(name)
+        dropping = _HarmlessMessages(fragments)
+        logger.addFilter(dropping)
+        filters.append((logger, dropping))
+    try:
+        with warnings.catch_warnings():
+            for category, message in HARMLESS_WARNINGS:
+                warnings.filterwarnings("ignore", message=message, category=category)
+            yield
+    finally:
+        for logger, dropping in filters:
+            logger.removeFilter(dropping)
+
+
+class _Transcript(io.StringIO):
+    """What Python code prints while captured; each complete line also goes to ``on_line``
+    (which the dynamo exporter's step lines move the progress bar with)."""
+
+    def __init__(self, on_line: Callable[[str], None] | None = None):
+        super().__init__()
+        self._on_line = on_line
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        written = super().write(text)
+        if self._on_line is not None:
+            self._pending += text
+            *lines, self._pending = self._pending.split("\n")
+            for line in lines:
+                self._on_line(line)
+        return written
+
+
+@contextlib.contextmanager
+def _captured(context: ToolContext, on_line: Callable[[str], None] | None = None):
+    """``captured_output`` for a tool run: the chatter goes to the context's log."""
+    with captured_output(context.log, on_line) as chatter:
+        yield chatter
+
+
+@contextlib.contextmanager
+def captured_output(log: Callable[[str], None], on_line: Callable[[str], None] | None = None):
+    """Whatever the exporters print, log or warn inside goes to ``log``, not the terminal,
+    short and without the messages known to be harmless (``harmless_messages_dropped``).
 
     Python's streams are swapped, so are the streams of logging handlers writing to them (torch
     and onnxscript log through their own handlers), and file descriptors 1 and 2 point at a
-    temporary file for the time, for C++ code. No event may be emitted inside: the tool's own
-    output might share those descriptors."""
+    temporary file for the time, for C++ code. ``on_line`` sees each line Python code prints,
+    as it is printed. Whatever is emitted inside must not go to descriptors 1 and 2 (a job
+    writes its events to a descriptor of its own)."""
     import warnings
 
     chatter = _Chatter()
-    python_text = io.StringIO()
+    python_text = _Transcript(on_line)
     handlers = _stream_handlers()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
@@ -904,7 +1043,8 @@ def _captured(context: ToolContext):
                 contextlib.redirect_stdout(python_text), contextlib.redirect_stderr(python_text):
             warnings.simplefilter("always")
             try:
-                yield chatter
+                with harmless_messages_dropped():
+                    yield chatter
             finally:
                 chatter.warnings = list(caught)
     finally:
@@ -921,7 +1061,7 @@ def _captured(context: ToolContext):
         sink.close()
         lines = [f"{Path(w.filename).name}:{w.lineno}: {w.category.__name__}: {w.message}"
                  for w in chatter.warnings]
-        _log_lines(context, python_text.getvalue() + "\n" + fd_text + "\n" + "\n".join(lines))
+        _log_lines(log, python_text.getvalue() + "\n" + fd_text + "\n" + "\n".join(lines))
 
 
 def _stream_handlers() -> list:
@@ -940,7 +1080,7 @@ def _stream_handlers() -> list:
     return found
 
 
-def _log_lines(context: ToolContext, text: str) -> None:
+def _log_lines(log: Callable[[str], None], text: str) -> None:
     """Pass the chatter on, short: a terminal shows the log. Repeated lines, the glog-style
     prefixes of torch's log lines and the "step..." lines that a "step... ✅" line repeats go."""
     lines: list[str] = []
@@ -955,7 +1095,7 @@ def _log_lines(context: ToolContext, text: str) -> None:
     if len(lines) > MAX_LOG_LINES:
         lines = lines[:MAX_LOG_LINES] + [f"… ({len(lines) - MAX_LOG_LINES} more lines)"]
     if lines:
-        context.log("\n".join(lines))
+        log("\n".join(lines))
 
 
 def _excerpt(exc: BaseException, count: int = 15) -> str:

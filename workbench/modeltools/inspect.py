@@ -1,9 +1,16 @@
 """Inspect: what a model file holds, without running it.
 
 For an ONNX model: its inputs and outputs with shapes and types, opsets, an operator
-histogram, the parameter count (elements of all initializers), an estimate of the
-multiply-accumulates of one run, the layers with the most MACs and parameters, and the file's
-size. The graph view is ``workbench.modeltools.graph_layout.graph_of``.
+histogram, the parameter count (see ``onnx_parameters``), an estimate of the
+multiply-accumulates of one run, the layers with the most MACs, and the file's size. The graph
+view is ``workbench.modeltools.graph_layout.graph_of``.
+
+"Parameters" means what PyTorch means by it, so the tools agree on a model: the weights a
+network learns. In PyTorch they are the module's parameters (a batch norm's running statistics
+are buffers, counted apart); in ONNX they are the initializers a node takes as weights, biases
+or batch-norm scale and shift, never an integer shape constant, a quantization scale or a
+scalar constant. An exporter that folds batch norms into the convolutions before them changes
+the count, legitimately: Convert's report says when that happened.
 
 MACs are estimated from the inferred shapes for the operators that dominate compute:
 Conv / ConvInteger / QLinearConv (output elements × Cin/group × kernel elements),
@@ -13,10 +20,10 @@ operators, pooling and normalisation are small next to them. Free dimensions (a 
 count as 1, so the figure is per sample.
 
 For PyTorch files: a state_dict or training checkpoint (``.pt`` / ``.pth``, read with
-``torch.load(weights_only=True)``, which runs no code from the file) gives its tensors and the
-parameter total; a TorchScript archive its inputs, operators and tensors; a ``torch.export``
-archive (``.pt2``) is read from its JSON description, without unpickling anything.
-Nothing is written.
+``torch.load(weights_only=True)``, which runs no code from the file) gives its tensors, the
+parameter total and the buffers (batch norms' running statistics, integer tensors) apart; a
+TorchScript archive its inputs, operators and tensors; a ``torch.export`` archive (``.pt2``) is
+read from its JSON description, without unpickling anything. Nothing is written.
 """
 
 from __future__ import annotations
@@ -54,15 +61,17 @@ SPEC = ToolSpec(
 
 def run_inspect(values: dict, context: ToolContext) -> ToolReport:
     """The inspection report of ``values["model"]``; ModelToolError when the file cannot be read."""
+    from workbench.modeltools import model_files
+
     path = Path(values["model"]).expanduser()
     top = int(values.get("top") or 10)
-    if not path.is_file():
-        raise ModelToolError(f"{path} does not exist" if not path.exists() else f"{path} is not a file")
-    suffix = path.suffix.lower()
-    if suffix in ONNX_SUFFIXES:
+    # What the file holds decides, not its name; a file that is no model gets the message
+    # every tool gives.
+    kind = model_files.identify(path).kind
+    if kind == model_files.ONNX:
         return inspect_onnx(path, top, context)
-    if suffix in TORCH_SUFFIXES:
-        return inspect_torch(path, top, context)
+    if kind in model_files.PYTORCH_KINDS:
+        return inspect_torch(path, top, context, kind)
     raise ModelToolError(_other_format_message(path))
 
 
@@ -85,21 +94,20 @@ def _other_format_message(path: Path) -> str:
 
 def read_onnx(path: Path) -> Any:
     """The ONNX model at ``path`` without its external weights (structure and shapes only);
-    ModelToolError naming the file when it is missing, truncated or not ONNX."""
+    ModelToolError naming the file when it is missing, truncated or not ONNX (the message
+    every tool gives, see ``model_files.expect``)."""
+    from workbench.modeltools import model_files
+
     path = Path(path)
-    if not path.is_file():
-        raise ModelToolError(f"{path} does not exist")
+    model_files.expect(path, (model_files.ONNX,), "Inspect")
     import onnx  # heavy: only when a model is read
 
     try:
         model = onnx.load(str(path), load_external_data=False)
-    except Exception as exc:
-        raise ModelToolError(
-            f"{path} is not a readable ONNX model ({_first_line(exc)}); the file may be "
-            "truncated or not ONNX at all: export or copy it again") from None
+    except Exception:
+        raise ModelToolError(model_files.damaged(path, model_files.ONNX)) from None
     if not model.ir_version or not model.HasField("graph") or not model.graph.output:
-        raise ModelToolError(f"{path} holds no ONNX graph (empty or not an ONNX file); "
-                             "export or copy it again")
+        raise ModelToolError(model_files.damaged(path, model_files.ONNX))
     return model
 
 
@@ -193,6 +201,71 @@ def _attribute_text(value: Any) -> str:
     return "subgraph" if name == "GraphProto" else name.removesuffix("Proto").lower()
 
 
+# TensorProto element types of learned float weights, and of quantized (integer) ones.
+_FLOAT_TYPES = (1, 10, 11, 16)           # FLOAT, FLOAT16, DOUBLE, BFLOAT16
+# Inputs (by position) that hold no learned weights: quantization scales and zero points, a
+# batch norm's running statistics, bounds, pads and sizes.
+_NOT_WEIGHTS = {
+    "QuantizeLinear": (1, 2), "DequantizeLinear": (1, 2),
+    "QLinearConv": (1, 2, 4, 5, 6, 7), "QLinearMatMul": (1, 2, 4, 5, 6, 7),
+    "ConvInteger": (2, 3), "MatMulInteger": (2, 3),
+    "BatchNormalization": (3, 4),
+    "Clip": (1, 2), "Pad": (1, 2, 3), "Resize": (1, 2, 3), "Upsample": (1,),
+}
+# Inputs (by position) where an integer initializer is a quantized weight or bias.
+_INTEGER_WEIGHTS = {
+    "DequantizeLinear": (0,), "QLinearConv": (3, 8), "QLinearMatMul": (0, 3),
+    "ConvInteger": (1,), "MatMulInteger": (0, 1),
+}
+
+
+def onnx_parameters(model: Any) -> dict[str, int]:
+    """The initializers of ``model`` that are parameters, by name, with their element counts:
+    those a node takes as weights, biases or batch-norm scale and shift (float, or integer
+    when quantized), not integer shape constants, quantization scales and zero points, batch
+    norms' running statistics or scalar constants."""
+    graph = model.graph
+    initializers = {init.name: init for init in graph.initializer}
+    uses: dict[str, list[tuple[str, int]]] = {}
+    for node in graph.node:
+        for index, name in enumerate(node.input):
+            if name in initializers:
+                uses.setdefault(name, []).append((node.op_type, index))
+    found = {}
+    for name, init in initializers.items():
+        if not init.dims:
+            continue  # a scalar: a constant of the computation, not a learned weight
+        weight_uses = [(op, index) for op, index in uses.get(name, ())
+                       if index not in _NOT_WEIGHTS.get(op, ())]
+        if not weight_uses:
+            continue
+        if init.data_type in _FLOAT_TYPES or any(
+                index in _INTEGER_WEIGHTS.get(op, ()) for op, index in weight_uses):
+            found[name] = _elements(list(init.dims))
+    for sparse in graph.sparse_initializer:
+        found[sparse.values.name] = _elements(list(sparse.dims))
+    return found
+
+
+def onnx_parameter_count(model: Any) -> int:
+    """How many parameters ``model`` holds (see ``onnx_parameters``)."""
+    return sum(onnx_parameters(model).values())
+
+
+def _node_parameters(node: Any, parameters: dict[str, int], producers: dict[str, Any]) -> int:
+    """The parameters a node takes: its own weight inputs, and those a DequantizeLinear right
+    before it turns into float (a quantized model's weights)."""
+    total = 0
+    for name in dict.fromkeys(node.input):
+        if name in parameters:
+            total += parameters[name]
+            continue
+        producer = producers.get(name)
+        if producer is not None and producer.op_type == "DequantizeLinear" and producer.input:
+            total += parameters.get(producer.input[0], 0)
+    return total
+
+
 MAC_OPERATORS = ("Conv", "ConvInteger", "QLinearConv", "ConvTranspose", "Gemm", "MatMul",
                  "MatMulInteger", "QLinearMatMul")
 
@@ -255,8 +328,8 @@ def inspect_onnx(path: Path, top: int, context: ToolContext) -> ToolReport:
     shapes = tensor_shapes(model)
 
     context.stage("Count")
-    weight_sizes = {init.name: _elements(init.dims) for init in graph.initializer}
-    weight_sizes.update({s.values.name: _elements(s.dims) for s in graph.sparse_initializer})
+    parameters = onnx_parameters(model)
+    producers = {out: node for node in graph.node for out in node.output}
     free: set[str] = set()
     operators: Counter = Counter()
     layers, unknown_macs = [], 0
@@ -267,9 +340,9 @@ def inspect_onnx(path: Path, top: int, context: ToolContext) -> ToolReport:
         if macs is None:
             unknown_macs += 1
             macs = 0
-        params = sum(weight_sizes.get(name, 0) for name in set(node.input))
-        if macs or params:
-            layers.append([node.name or f"{op}_{index}", op, macs, params,
+        if macs:
+            layers.append([node.name or f"{op}_{index}", op, macs,
+                           _node_parameters(node, parameters, producers),
                            shape_text(shapes.get(node.output[0]) if node.output else None)])
         if index % 200 == 0:
             context.progress(index / max(len(graph.node), 1))
@@ -280,7 +353,7 @@ def inspect_onnx(path: Path, top: int, context: ToolContext) -> ToolReport:
         warnings.append("MACs take the free dimension(s) "
                         f"{', '.join(sorted(free - input_free))} as 1")
 
-    initializer_names = set(weight_sizes)
+    initializer_names = {init.name for init in graph.initializer}
     inputs = [[i.name, _value_type(i), shape_text(_value_shape(i))]
               for i in graph.input if i.name not in initializer_names]
     outputs = [[o.name, _value_type(o), shape_text(shapes.get(o.name, _value_shape(o)))]
@@ -292,7 +365,7 @@ def inspect_onnx(path: Path, top: int, context: ToolContext) -> ToolReport:
 
     figures = {
         "format": "ONNX",
-        "parameters": sum(weight_sizes.values()),
+        "parameters": sum(parameters.values()),
         "macs": sum(row[2] for row in layers),
         "size_bytes": file_size(path),
         "nodes": len(graph.node),
@@ -331,32 +404,35 @@ def _check_onnx(model: Any) -> str:
 # PyTorch
 
 
-def inspect_torch(path: Path, top: int, context: ToolContext) -> ToolReport:
+def inspect_torch(path: Path, top: int, context: ToolContext, kind: str | None = None) -> ToolReport:
+    """The report of a PyTorch file; ``kind`` is what ``model_files.identify`` found in it."""
+    from workbench.modeltools import model_files
     from workbench.modeltools.outputs import file_size
 
     context.stage("Load")
-    names = _zip_names(path)
-    if path.suffix.lower() == ".pt2" or any(n.rsplit("/", 1)[-1] == "archive_format" for n in names):
-        if not names:
-            raise ModelToolError(f"{path} is not a torch.export archive (not a zip file; it may be "
-                                 "truncated): save it again with torch.export.save")
-        content = _read_exported_program(path, names)
-    elif any("/code/" in n or n.endswith("constants.pkl") for n in names):
+    kind = kind or model_files.identify(path).kind
+    if kind == model_files.EXPORTED_PROGRAM:
+        content = _read_exported_program(path, _zip_names(path))
+    elif kind == model_files.TORCHSCRIPT:
         content = _read_torchscript(path)
     else:
         content = _read_state_dict(path)
 
     context.stage("Count")
     tensors = content["tensors"]
-    rows = [[name, shape_text(shape), dtype, _elements(shape)] for name, shape, dtype in tensors]
-    total = sum(row[3] for row in rows)
+    rows = [[name, shape_text(shape), dtype, kind, _elements(shape)]
+            for name, shape, dtype, kind in tensors]
+    total = sum(row[4] for row in rows if row[3] == PARAMETER)
+    buffers = sum(row[4] for row in rows if row[3] != PARAMETER)
     modules: Counter = Counter()
-    for name, _, _, count in rows:
-        modules[name.rsplit(".", 1)[0] if "." in name else name] += count
+    for name, _, _, kind, count in rows:
+        if kind == PARAMETER:
+            modules[name.rsplit(".", 1)[0] if "." in name else name] += count
     heaviest = sorted(modules.items(), key=lambda item: (-item[1], item[0]))[:top]
     dtypes = Counter(row[2] for row in rows)
 
-    figures = {"format": content["format"], "parameters": total, "tensors": len(rows),
+    figures = {"format": content["format"], "parameters": total, "buffers": buffers,
+               "tensors": len(rows),
                "dtypes": ", ".join(f"{d} ({n})" for d, n in dtypes.most_common()) or None}
     figures.update(content.get("figures", {}))
     figures.update({"size_bytes": file_size(path), "file": str(path.resolve())})
@@ -372,7 +448,7 @@ def inspect_torch(path: Path, top: int, context: ToolContext) -> ToolReport:
         plots.append(ReportPlot("Operators", [op for op, _ in histogram],
                                 [{"name": "count", "values": [float(n) for _, n in histogram]}],
                                 kind="bar", y_label="nodes"))
-    tables.append(ReportTable("Tensors", ["name", "shape", "dtype", "params"], rows))
+    tables.append(ReportTable("Tensors", ["name", "shape", "dtype", "kind", "elements"], rows))
     tables.append(ReportTable("Layers with most parameters", ["layer", "params"],
                               [list(item) for item in heaviest]))
     context.progress(1.0)
@@ -416,13 +492,31 @@ def _read_state_dict(path: Path) -> dict:
 
 
 STATE_KEYS = ("model", "state_dict", "model_state_dict", "model_state", "net", "weights")
+PARAMETER, BUFFER = "parameter", "buffer"
+# The buffers PyTorch's own layers keep in a state_dict (batch norms' running statistics, and
+# the masks torch.nn.utils.prune adds): not learned, so not parameters.
+BUFFER_NAMES = ("running_mean", "running_var", "num_batches_tracked")
+BUFFER_SUFFIXES = ("_mask",)
+
+
+def tensor_kind(name: str, floating: bool) -> str:
+    """Whether a state_dict entry is a parameter or a buffer, told from its name and type (a
+    state_dict does not say): an integer tensor can never be learned."""
+    last = name.rsplit(".", 1)[-1]
+    if not floating or last in BUFFER_NAMES or last.endswith(BUFFER_SUFFIXES):
+        return BUFFER
+    return PARAMETER
 
 
 def _tensors_of(state: Any, torch: Any) -> tuple[list, str, list[str]]:
-    """(name, shape, dtype) of every tensor; the kind of file; a checkpoint's other keys."""
+    """(name, shape, dtype, kind) of every tensor; the kind of file; a checkpoint's other
+    keys."""
     def flatten(value: Any, prefix: str, found: list) -> None:
         if isinstance(value, torch.Tensor):
-            found.append((prefix or "tensor", list(value.shape), str(value.dtype).removeprefix("torch.")))
+            name = prefix or "tensor"
+            floating = value.is_floating_point() or value.is_complex()
+            found.append((name, list(value.shape), str(value.dtype).removeprefix("torch."),
+                          tensor_kind(name, floating)))
         elif isinstance(value, dict):
             for key, item in value.items():
                 flatten(item, f"{prefix}.{key}" if prefix else str(key), found)
@@ -454,7 +548,9 @@ def _read_torchscript(path: Path) -> dict:
     except Exception as exc:
         raise ModelToolError(f"{path} is not a loadable TorchScript archive "
                              f"({_first_line(exc)[:200]}); save it again with torch.jit.save") from None
-    tensors = [(name, list(t.shape), str(t.dtype).removeprefix("torch."))
+    parameter_names = {name for name, _ in module.named_parameters()}
+    tensors = [(name, list(t.shape), str(t.dtype).removeprefix("torch."),
+                PARAMETER if name in parameter_names else BUFFER)
                for name, t in module.state_dict().items()]
     inputs, outputs, operators = [], [], Counter()
     try:
@@ -501,10 +597,13 @@ def _read_exported_program(path: Path, names: list[str]) -> dict:
         graph = program["graph_module"]["graph"]
         signature = program["graph_module"]["signature"]
         values = graph.get("tensor_values", {})
+        parameter_names = {spec["parameter"].get("parameter_name")
+                           for spec in signature.get("input_specs", []) if "parameter" in spec}
         tensors = []
         for name, entry in list(weights.items()) + list(constants.items()):
             meta = entry.get("tensor_meta") or {}
-            tensors.append((name, _sizes(meta.get("sizes")), _SCALAR_TYPES.get(meta.get("dtype"), "?")))
+            tensors.append((name, _sizes(meta.get("sizes")), _SCALAR_TYPES.get(meta.get("dtype"), "?"),
+                            PARAMETER if name in parameter_names else BUFFER))
 
         def described(spec_arg: dict) -> list | None:
             tensor_name = (spec_arg.get("as_tensor") or {}).get("name")

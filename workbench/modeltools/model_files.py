@@ -7,7 +7,9 @@ weights (``torch.save`` of a state_dict or a checkpoint) hold only ``data.pkl`` 
 ONNX is a protobuf whose first field is the IR version; MNN is a FlatBuffer, which has no magic
 number, so it is recognised by its ``.mnn`` suffix plus a sane FlatBuffer header.
 
-Reads only bytes: no torch, no unpickling, so it is safe and quick on any file.
+Reads only bytes: no torch, no unpickling, so it is safe and quick on any file. Every tool asks
+here first (``identify``, ``expect``), so a file that is no model, or not the kind a tool takes,
+gets the same message from each of them, naming the file as the user gave it.
 """
 
 from __future__ import annotations
@@ -90,6 +92,48 @@ def identify(path: Path) -> ModelFile:
     except OSError as exc:
         raise ModelToolError(f"cannot read {path}: {exc.strerror or exc}") from None
     return ModelFile(path, kind)
+
+
+# How the kinds are named when a tool takes them: as a group, and as one file.
+_KIND_WORDS = {STATE_DICT: "PyTorch weights", TORCHSCRIPT: "TorchScript",
+               EXPORTED_PROGRAM: "ExportedPrograms (.pt2)", ONNX: "ONNX models",
+               MNN: "MNN models"}
+_ONE_KIND = {STATE_DICT: "PyTorch weights", TORCHSCRIPT: "a TorchScript model",
+             EXPORTED_PROGRAM: "an ExportedProgram", ONNX: "an ONNX model", MNN: "an MNN model"}
+
+
+def expect(path: Path, kinds: tuple[str, ...], tool: str = "") -> ModelFile:
+    """``identify(path)``, and ModelToolError when the file holds none of ``kinds`` (what
+    ``tool``, named as the user knows it, takes), saying what the file is and what to do."""
+    found = identify(path)
+    if found.kind in kinds:
+        return found
+    if ONNX in kinds and found.is_pytorch:
+        advice = f"convert it to ONNX first (workbench model convert {path})"
+    elif found.kind == MNN:
+        advice = "give the ONNX model it was converted from"
+    elif found.kind == ONNX:
+        advice = "give the PyTorch model it was exported from"
+    else:
+        advice = f"give {_words([_ONE_KIND[k] for k in kinds])}"
+    if tool:
+        takes = _words([_KIND_WORDS[k] for k in kinds])
+        raise ModelToolError(f"{path} is {found.description}; {tool} takes {takes}: {advice}")
+    raise ModelToolError(f"{path} is {found.description}, not "
+                         f"{_words([_ONE_KIND[k] for k in kinds])}; {advice}")
+
+
+def damaged(path: Path, kind: str) -> str:
+    """The message for a file that looks like ``kind`` but that its library cannot read."""
+    what = {ONNX: "ONNX model", MNN: "MNN model"}.get(kind, "PyTorch file")
+    return (f"{path} is a damaged {what}: it cannot be read although it starts like one (it may "
+            "be truncated or corrupted); save, convert or copy it again")
+
+
+def _words(items: list[str]) -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " or " + items[-1]
 
 
 def _kind_of(path: Path, data) -> str:

@@ -4,6 +4,7 @@ both generated, and the values checked the same way for both."""
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -22,8 +23,9 @@ class Param:
     ``name`` is a Python identifier (``calibration_method``); the CLI spells it
     ``--calibration-method`` and the form labels it ``label`` (or the name with spaces).
     ``positional`` parameters are the CLI's arguments (the input model); ``required`` ones must
-    be given. ``minimum``/``maximum`` bound numbers. ``group`` sorts the form into sections;
-    ``advanced`` ones start folded. ``suffixes`` are the file kinds a path parameter takes.
+    be given. ``minimum``/``maximum`` bound numbers; on a list of paths, ``minimum`` is how
+    many files the form asks for (the tool itself checks the count, which may include
+    others). ``group`` sorts the form into sections; ``advanced`` ones start folded. ``suffixes`` are the file kinds a path parameter takes.
     ``short`` is a one-letter CLI alias (``o`` for the output).
     """
 
@@ -193,6 +195,36 @@ class ToolSpec:
         return {"name": self.name, "title": self.title, "summary": self.summary,
                 "params": [p.to_json() for p in self.params], "stages": list(self.stages),
                 "applies_to": list(self.applies_to), "plugin": self.plugin}
+
+
+def parse_input_shape(items: list[str] | None, flag: str = "--input-shape") -> tuple[int, ...] | None:
+    """The shape an ``input_shape`` parameter holds (batch first), or None when it is empty.
+    ModelToolError quoting the shape as the user typed it unless it is two or more positive
+    whole numbers separated by commas. Cheap: tools call it before importing torch."""
+    if not items:
+        return None
+    typed = ",".join(str(item).strip() for item in items)
+    shape = []
+    for item in items:
+        text = str(item).strip()
+        if not (text.isascii() and text.isdigit()) or int(text) < 1:
+            other = re.fullmatch(r"\d+\s*([x×*;/ ])\s*\d+(\s*\1\s*\d+)*", text)
+            hint = (f" (separate the sizes with commas, not {other.group(1)!r})" if other
+                    else "")
+            raise ModelToolError(
+                f"{flag} {typed}: {text!r} is not a positive whole number{hint}; give the "
+                f"input's sizes with the batch first, separated by commas, e.g. {flag} 1,3,224,224")
+        shape.append(int(text))
+    if len(shape) < 2:
+        raise ModelToolError(
+            f"{flag} {typed}: give the batch and at least one more size, separated by commas, "
+            f"e.g. {flag} 1,3,224,224")
+    return tuple(shape)
+
+
+def shape_text(shape) -> str:
+    """A shape as the user types it: ``1,1,8,8``."""
+    return ",".join(str(size) for size in shape)
 
 
 def values_to_json(values: dict[str, Any]) -> dict[str, Any]:

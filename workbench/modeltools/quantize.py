@@ -15,6 +15,7 @@ from pathlib import Path
 from workbench.modeltools.context import ToolContext
 from workbench.modeltools.data import SPLITS
 from workbench.modeltools.errors import ModelToolError
+from workbench.modeltools.outputs import NEVER_OVERWRITES
 from workbench.modeltools.params import Param, ToolSpec
 from workbench.modeltools.report import ToolReport
 
@@ -24,6 +25,8 @@ CALIBRATION_METHODS = ("MinMax", "Entropy", "Percentile")
 ACTIVATION_TYPES = ("uint8", "int8")
 # Samples per run of the per-layer comparison, which holds every tensor of both models.
 LAYER_BATCH = 4
+# The share of the calibration (or dynamic quantization) stage that preparing the model takes.
+PREPARED = 0.2
 
 SPEC = ToolSpec(
     name="quantize",
@@ -34,8 +37,8 @@ SPEC = ToolSpec(
         Param("model", "path", "the float ONNX model", required=True, positional=True,
               suffixes=(".onnx",)),
         Param("output", "path", "the quantized model (default: beside the input, named "
-              "<stem>.int8.onnx, <stem>.dynamic-int8.onnx or <stem>.fp16.onnx)", short="o",
-              is_output=True, suffixes=(".onnx",)),
+              "<stem>.int8.onnx, <stem>.dynamic-int8.onnx or <stem>.fp16.onnx; "
+              f"{NEVER_OVERWRITES})", short="o", is_output=True, suffixes=(".onnx",)),
         Param("mode", "choice", "static: int8 weights and activations, calibrated on samples "
               "(QDQ format; smallest and fastest for CNNs); dynamic: int8 weights, activations "
               "quantized at run time (suits MatMul-heavy models, slow for convolutions on "
@@ -84,14 +87,17 @@ SPEC = ToolSpec(
               default=100, minimum=0, maximum=100000, group="Report", advanced=True),
     ),
     run="workbench.modeltools.quantize:run_quantize",
-    stages=("Prepare", "Calibrate", "Quantize", "Evaluate", "Compare layers"),
+    stages=("Load model", "Load data", "Calibrate", "Quantize", "Evaluate", "Compare layers"),
     applies_to=(".onnx",),
 )
 
 
 def default_output(source: Path, mode: str) -> Path:
-    """``<stem>.int8.onnx`` (or ``.dynamic-int8`` / ``.fp16``) beside ``source``."""
-    return source.with_name(f"{source.stem}.{OUTPUT_SUFFIX[mode]}.onnx")
+    """``<stem>.int8.onnx`` (or ``.dynamic-int8`` / ``.fp16``) beside ``source``, numbered
+    (``<stem>.int8-2.onnx``) rather than replace an existing file."""
+    from workbench.modeltools import outputs
+
+    return outputs.default_output(source, OUTPUT_SUFFIX[mode], ".onnx")
 
 
 def run_quantize(values: dict, context: ToolContext) -> ToolReport:
@@ -104,18 +110,23 @@ def run_quantize(values: dict, context: ToolContext) -> ToolReport:
     from workbench.modeltools.quantization.samples import choose_data
     from workbench.modeltools.runtimes import open_model
 
-    source = Path(values["model"]).expanduser().resolve()
+    given_source = Path(values["model"]).expanduser()
     mode = values.get("mode") or "static"
     threads = values.get("threads") or 1
-    context.stage("Prepare")
-    model = read_onnx(source)
+    context.stage("Load model")
+    model = read_onnx(given_source)
+    source = given_source.resolve()
     given = values.get("output")
     target = Path(given).expanduser() if given else default_output(source, mode)
     if target.suffix.lower() != ".onnx":
         raise ModelToolError(f"{target}: the quantized model is written as ONNX; name it .onnx")
     target = check_output(target, [source])
+    context.progress(0.5)
     fp32 = open_model(source, threads)
-    chosen = choose_data(values, context.project, source, mode, fp32.input_shape, fp32.fixed_batch)
+    context.progress(1.0)
+    context.stage("Load data")
+    chosen = choose_data(values, context.project, source, mode, fp32.input_shape, fp32.fixed_batch,
+                         context.progress)
 
     with tempfile.TemporaryDirectory(prefix="workbench-quantize-") as folder:
         work = Path(folder)
@@ -141,14 +152,16 @@ def run_quantize(values: dict, context: ToolContext) -> ToolReport:
             layers = _layer_errors(reference, produced, chosen, values, fp32.fixed_batch, context)
         sizes = (file_size(source), file_size(produced))
         context.check_cancelled()
-        with atomic_output(target) as temporary:
+        with atomic_output(target, overwrite=bool(given)) as temporary:
             shutil.copyfile(produced, temporary)
 
     from workbench.modeltools.quantization.summary import quantize_report
 
     calibrated = len(chosen.calibration) if chosen.calibration is not None else None
-    return quantize_report(source, target, mode, description, sizes, comparison, layers,
-                           calibrated, chosen.evaluation.source, chosen.warnings)
+    report = quantize_report(source, target, mode, description, sizes, comparison, layers,
+                             calibrated, chosen.evaluation.source, chosen.warnings)
+    context.progress(1.0)
+    return report
 
 
 def _quantize(model, source: Path, produced: Path, work: Path, mode: str, values: dict, chosen,
@@ -166,17 +179,21 @@ def _quantize(model, source: Path, produced: Path, work: Path, mode: str, values
         excluded = check_exclusions(values.get("exclude_nodes") or [], model, source)
         context.stage("Quantize")
         converters.convert_fp16(model, produced, source, excluded, context.log)
+        context.progress(1.0)
         return source, ("float16 weights and arithmetic, float32 inputs and outputs"
                         + _kept(excluded))
 
+    # Preparing (shape inference, graph clean-up) is the first part of the stage that follows.
+    context.stage("Quantize" if mode == "dynamic" else "Calibrate")
     prepared = prepare(source, work / "prepared.onnx", context.log)
     prepared_model = onnx.load(str(prepared))
     excluded = check_exclusions(values.get("exclude_nodes") or [], prepared_model, source)
     weights = "per-channel" if per_channel else "per-tensor"
     if mode == "dynamic":
-        context.stage("Quantize")
+        context.progress(PREPARED)
         converters.quantize_dynamic(prepared, produced, source, per_channel, reduce_range,
                                     excluded, _gemms(prepared_model, excluded), context.log)
+        context.progress(1.0)
         return prepared, f"dynamic int8 ({weights} int8 weights)" + _kept(excluded)
 
     from workbench.modeltools.quantization.calibration import CalibrationReader, batch_size
@@ -185,12 +202,12 @@ def _quantize(model, source: Path, produced: Path, work: Path, mode: str, values
         calibration_method=values.get("calibration_method") or "MinMax",
         per_channel=per_channel, activation_type=values.get("activation_type") or "uint8",
         reduce_range=reduce_range, exclude_nodes=excluded)
-    context.stage("Calibrate")
+    context.progress(PREPARED)
     context.log(f"calibrating on {len(chosen.calibration)} samples of {chosen.calibration.source} "
                 f"({settings.calibration_method})")
     reader = CalibrationReader(fp32.input_names[0], chosen.calibration.x,
                                fp32.fixed_batch or batch_size(chosen.calibration.x.shape[1:]),
-                               on_progress=context.progress,
+                               on_progress=lambda f: context.progress(PREPARED + (1 - PREPARED) * f),
                                on_finished=lambda: context.stage("Quantize"))
     converters.quantize_static(prepared, produced, source, reader, settings, context.log)
     return prepared, (f"static int8, QDQ ({settings.activation_type} activations, {weights} int8 "
@@ -222,7 +239,7 @@ def _layer_errors(reference: Path, produced: Path, chosen, values: dict, fixed_b
     try:
         batch = fixed_batch or batch_size(samples.x.shape[1:], LAYER_BATCH)
         return compare_layers(reference, produced, samples.x[:count], batch,
-                              context.check_cancelled)
+                              context.check_cancelled, context.progress)
     except ModelToolError:
         raise
     except Exception as exc:

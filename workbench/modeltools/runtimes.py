@@ -10,6 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from workbench.modeltools import model_files
 from workbench.modeltools.errors import ModelToolError
 
 
@@ -39,12 +40,22 @@ class ModelSession:
         return np.concatenate(outputs)
 
 
+# The suffixes whose files ``model_files.identify`` knows; a plugin's runtime for another
+# format checks its own files.
+IDENTIFIED_SUFFIXES = {".onnx": model_files.ONNX, ".mnn": model_files.MNN}
+
+
 def open_model(path: Path, threads: int = 1) -> ModelSession:
-    """Load ``path`` with the runtime for its suffix; ModelToolError when the file cannot run."""
+    """Load ``path`` with the runtime for its suffix; ModelToolError when the file cannot run
+    (for a file that is no model, or not of the kind its suffix says, the message every tool
+    gives: see ``model_files.expect``)."""
     path = Path(path)
-    if not path.is_file():
-        raise ModelToolError(f"{path} does not exist")
     suffix = path.suffix.lower()
+    if suffix in IDENTIFIED_SUFFIXES:
+        kind = IDENTIFIED_SUFFIXES[suffix]
+        model_files.expect(path, (kind,))
+    elif not path.is_file():
+        model_files.identify(path)  # missing, or a folder: said as every tool says it
     if suffix == ".onnx":
         return open_onnx(path, threads)
     from workbench.extensions import load_extensions
@@ -71,9 +82,11 @@ def open_onnx(path: Path, threads: int = 1) -> ModelSession:
         session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     except Exception as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if "protobuf" in first.lower():
+            raise ModelToolError(model_files.damaged(path, model_files.ONNX)) from None
         raise ModelToolError(
-            f"{path} cannot be loaded by onnxruntime ({first[:300]}); is it a complete ONNX "
-            "model? Convert it again") from None
+            f"{path} cannot be run by onnxruntime ({first[:300]}); convert or export it again, "
+            "perhaps at another opset") from None
     inputs = session.get_inputs()
     outputs = session.get_outputs()
     shape = [d if isinstance(d, int) else None for d in inputs[0].shape]

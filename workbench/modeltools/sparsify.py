@@ -14,7 +14,8 @@ from pathlib import Path
 
 from workbench.modeltools.context import ToolContext
 from workbench.modeltools.errors import ModelToolError
-from workbench.modeltools.params import Param, ToolSpec
+from workbench.modeltools.outputs import NEVER_OVERWRITES
+from workbench.modeltools.params import Param, ToolSpec, parse_input_shape
 from workbench.modeltools.report import ToolReport
 
 METHODS = ("magnitude", "channels")
@@ -33,8 +34,9 @@ SPEC = ToolSpec(
               suffixes=(*CHECKPOINT_SUFFIXES, ".onnx")),
         Param("output", "path", "the pruned ONNX model (default: beside the input, named "
               "<stem>.sparse.onnx or <stem>.pruned.onnx); from a checkpoint the pruned PyTorch "
-              "model is written beside it as <name>.pt2", short="o", is_output=True,
-              suffixes=(".onnx",)),
+              "model is written beside it as <name>.pt2. By default "
+              f"{NEVER_OVERWRITES} (the .onnx and .pt2 take the same number)", short="o",
+              is_output=True, suffixes=(".onnx",)),
         Param("method", "choice", "magnitude: zero the smallest weights (the model keeps its "
               "shape; it compresses better but runs no faster); channels: remove whole channels "
               "(smaller and faster; needs the checkpoint and the project's code)",
@@ -54,8 +56,10 @@ SPEC = ToolSpec(
               "hyper-parameters' learning_rate)", minimum=0.0, group="Fine-tuning"),
         Param("model_factory", "str", "the project's registered model name that builds the "
               "checkpoint's model (default: the hyper-parameters' model_name)", group="Model"),
-        Param("input_shape", "strings", "an ONNX model's input shape, e.g. 1,1,8,8, for latency "
-              "when there is no data and the shape is not fixed", group="Model", advanced=True),
+        Param("input_shape", "strings", "the input's shape with the batch first, e.g. 1,1,8,8: "
+              "what the model is traced, exported and timed with (default: one sample of the "
+              "evaluation data, else an ONNX model's fixed input shape)", group="Model",
+              advanced=True),
         Param("data", "path", "evaluation data as .npz (x, optional y); default: the project's "
               "dataset", suffixes=(".npz",), group="Evaluation"),
         Param("split", "choice", "the project's dataset split to evaluate on", default="test",
@@ -66,38 +70,50 @@ SPEC = ToolSpec(
               minimum=1, maximum=256, group="Evaluation"),
     ),
     run="workbench.modeltools.sparsify:run",
-    stages=("Load", "Prune", "Fine-tune", "Export", "Evaluate"),
+    stages=("Load model", "Load data", "Prune", "Fine-tune", "Export", "Evaluate"),
     applies_to=(*CHECKPOINT_SUFFIXES, ".onnx"),
 )
 
 
 def run(values: dict, context: ToolContext) -> ToolReport:
     """Prune ``values["model"]`` as the values say and return the report (see the module)."""
-    from workbench.modeltools.outputs import check_output
+    from workbench.modeltools import model_files
+    from workbench.modeltools.outputs import check_output, default_output
 
-    source = Path(values["model"]).expanduser().resolve()
+    # Checked before anything slow, so a typing mistake costs no waiting.
+    shape = parse_input_shape(values.get("input_shape"))
     method = values.get("method") or "magnitude"
     sparsity = float(values.get("sparsity") if values.get("sparsity") is not None else 0.5)
     if not 0.0 < sparsity <= 0.99:
         raise ModelToolError(f"--sparsity {sparsity:g} is out of range: give the fraction to prune, "
                              "above 0 and at most 0.99 (0.5 prunes half)")
-    if not source.is_file():
-        raise ModelToolError(f"{source} does not exist" if not source.exists()
-                             else f"{source} is a folder; give a model file")
-    if source.suffix.lower() == ".pt2":
+    given = Path(values["model"]).expanduser()
+    found = model_files.identify(given)
+    if found.kind in (model_files.EXPORTED_PROGRAM, model_files.TORCHSCRIPT):
         raise ModelToolError(
-            f"{source} is a torch.export program: Sparsify takes the project's checkpoint (.pt), "
+            f"{given} is {found.description}: Sparsify takes the project's checkpoint (.pt), "
             "whose model it rebuilds, or an ONNX model. Prune the original checkpoint (a higher "
             "--sparsity prunes more), or convert this file to ONNX for magnitude pruning")
-    target = Path(values["output"]) if values.get("output") else source.with_name(
-        f"{source.stem}.{OUTPUT_SUFFIX[method]}.onnx")
+    if found.kind not in (model_files.STATE_DICT, model_files.ONNX):
+        model_files.expect(given, (model_files.STATE_DICT, model_files.ONNX), "Sparsify")
+    source = given.resolve()
+    from_onnx = found.kind == model_files.ONNX
+    if values.get("output"):
+        target = Path(values["output"])
+    else:
+        # The .pt2 written beside a checkpoint's ONNX model takes the same free number.
+        target = default_output(source, OUTPUT_SUFFIX[method], ".onnx",
+                                partners=() if from_onnx else (".pt2",))
     if target.suffix.lower() != ".onnx":
         raise ModelToolError(f"{target}: the pruned model is written as ONNX; name it .onnx")
     target = check_output(target, [source])
-    if source.suffix.lower() == ".onnx":
+    overwrite = bool(values.get("output"))
+    if from_onnx:
         from workbench.modeltools.pruning.onnx_input import sparsify_onnx
 
-        return sparsify_onnx(source, target, values, sparsity, context)
+        return sparsify_onnx(source, target, values, sparsity, context, shape=shape,
+                             overwrite=overwrite, shown_as=given)
     from workbench.modeltools.pruning.torch_input import sparsify_checkpoint
 
-    return sparsify_checkpoint(source, target, values, sparsity, context)
+    return sparsify_checkpoint(source, target, values, sparsity, context, shape=shape,
+                               overwrite=overwrite, shown_as=given)

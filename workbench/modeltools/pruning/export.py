@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import warnings
 from pathlib import Path
 from typing import Callable
 
@@ -29,15 +28,16 @@ def export_onnx(model, example, target: Path, what: str,
                 log: Callable[[str], None] = lambda text: None) -> str:
     """Write ``model`` (eval mode) to ``target`` as a single ONNX file whose batch axis is free,
     with torch's dynamo exporter, or the TorchScript one when that fails. Returns the exporter
-    used; ModelToolError naming ``what`` when neither works."""
+    used; ModelToolError naming ``what`` when neither works. What the exporters print or warn
+    goes to ``log``, as Convert's does, without the messages known to be harmless."""
     import torch
+
+    from workbench.modeltools.convert import captured_output
 
     name = input_name(model)
     model.eval()
     try:
-        with warnings.catch_warnings():
-            # torch's own deprecation notices from inside the exporter, not the user's concern
-            warnings.simplefilter("ignore", FutureWarning)
+        with captured_output(log):
             torch.onnx.export(model, (example,), str(target), input_names=[name],
                               output_names=[OUTPUT_NAME], dynamo=True, external_data=False,
                               dynamic_shapes=({0: torch.export.Dim("batch")},), verbose=False)
@@ -47,8 +47,7 @@ def export_onnx(model, example, target: Path, what: str,
             "trying the TorchScript exporter")
     _remove(target)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with captured_output(log):
             torch.onnx.export(model, (example,), str(target), input_names=[name],
                               output_names=[OUTPUT_NAME], dynamo=False, opset_version=17,
                               dynamic_axes={name: {0: "batch"}, OUTPUT_NAME: {0: "batch"}})
@@ -57,6 +56,15 @@ def export_onnx(model, example, target: Path, what: str,
         _remove(target)
         raise ModelToolError(f"{what} cannot be exported to ONNX ({describe(exc)}); make its "
                              "forward traceable (no data-dependent Python branches)") from None
+
+
+def load_exporter() -> None:
+    """Import what the dynamo exporter imports on its first use (seconds, on a busy machine),
+    so a caller can show progress before the first export starts."""
+    import importlib
+
+    with contextlib.suppress(ImportError):
+        importlib.import_module("onnxscript")
 
 
 def export_program(model, example):
@@ -75,9 +83,10 @@ def save_program(program, target: Path) -> None:
     """Write a torch.export program; load it again with ``torch.export.load(path).module()``."""
     import torch
 
+    from workbench.modeltools.convert import harmless_messages_dropped
+
     # A file object: torch.export.save wants names ending in .pt2, the temporary one does not.
-    with open(target, "wb") as stream, warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)  # torch's own pickling of tree specs
+    with open(target, "wb") as stream, harmless_messages_dropped():
         torch.export.save(program, stream)
 
 

@@ -146,13 +146,17 @@ def _zero_smallest(arrays: list[np.ndarray], fraction: float) -> None:
 
 
 def onnx_parameter_counts(model) -> tuple[int, int]:
-    """(floating-point initializer elements, how many of them are not zero)."""
+    """(parameters, how many of them are not zero), parameters as Inspect and Convert count
+    them (``inspect.onnx_parameters``: no shape constants, scales or running statistics)."""
     from onnx import numpy_helper
 
+    from workbench.modeltools.inspect import onnx_parameters
+
+    counted = onnx_parameters(model)
     total = nonzero = 0
     for init in model.graph.initializer:
-        array = numpy_helper.to_array(init)
-        if array.dtype.kind == "f":
+        if init.name in counted:
+            array = numpy_helper.to_array(init)
             total += array.size
             nonzero += int(np.count_nonzero(array))
     return total, nonzero

@@ -15,10 +15,12 @@ from workbench.modeltools.context import ToolContext
 from workbench.modeltools.data import EvaluationData, from_project, load_npz
 from workbench.modeltools.errors import ModelToolError
 from workbench.modeltools.outputs import atomic_output, check_output
+from workbench.modeltools.params import shape_text
 from workbench.modeltools.pruning import channels as channel_pruning
 from workbench.modeltools.pruning import magnitude
 from workbench.modeltools.pruning.evaluate import measure_onnx
-from workbench.modeltools.pruning.export import describe, export_onnx, export_program, save_program
+from workbench.modeltools.pruning.export import (describe, export_onnx, export_program,
+                                                 load_exporter, save_program)
 from workbench.modeltools.pruning.finetune import finetune, train_split
 from workbench.modeltools.pruning.layers import (check_ignored, count_nonzero, count_parameters,
                                                  final_layer, is_ignored, prunable_layers)
@@ -30,41 +32,60 @@ NOTABLE_DROP = 1.0
 
 
 def sparsify_checkpoint(source: Path, target: Path, values: dict, sparsity: float,
-                        context: ToolContext) -> ToolReport:
+                        context: ToolContext, shape: tuple[int, ...] | None = None,
+                        overwrite: bool = True, shown_as: Path | None = None) -> ToolReport:
     """The Sparsify tool on a checkpoint ``source``, writing ``target`` (.onnx) and the
-    ``.pt2`` beside it."""
+    ``.pt2`` beside it (replacing files there only when ``overwrite``). ``shape`` is
+    --input-shape's, checked already: the model is traced, exported and timed with it; the
+    evaluation data's sample shape is the default."""
     from workbench.modeltools.project_code import ProjectCode, find_project_root
 
     method = values.get("method") or "magnitude"
     scope = values.get("scope") or "global"
     epochs = int(values.get("finetune_epochs") or 0)
     warnings: list[str] = []
+    shown = shown_as or source
 
-    context.stage("Load")
+    context.stage("Load model")
     root = find_project_root(source.parent) or context.project
     if root is None:
         raise ModelToolError(
-            f"{source} is not inside a Workbench project: a PyTorch checkpoint holds only weights, "
+            f"{shown} is not inside a Workbench project: a PyTorch checkpoint holds only weights, "
             "and the project's model factory is needed to rebuild the model. Sparsify it from its "
             "project, or give it as an ONNX model (magnitude pruning only)")
     code = ProjectCode(root)
     hparams = code.hparams(source)
     factory = values.get("model_factory") or hparams.get("model_name")
     if not factory:
-        raise ModelToolError(f"no model factory for {source}: set model_name in the "
+        raise ModelToolError(f"no model factory for {shown}: set model_name in the "
                              "hyper-parameters or give --model-factory")
+    context.progress(0.1)
     model = _project_call(lambda: code.build_model(factory, hparams, source),
                           f"the model factory {factory!r} of {root}")
-    context.progress(0.5)
+    context.progress(1.0)
+    context.stage("Load data")
     data = _project_call(lambda: _evaluation_data(values, code, hparams),
                          f"the dataset factory of {root}")
-    example = _example(data)
-    _check_runs(model, example, factory, data, source)
+    context.progress(0.8)
+    evaluation = data
+    if shape is not None and tuple(data.x.shape[1:]) != shape[1:]:
+        if epochs:
+            raise ModelToolError(
+                f"--input-shape {shape_text(shape)} does not fit the samples of {data.source} "
+                f"(shaped {tuple(data.x.shape[1:])}), which fine-tuning trains on; give a shape "
+                "that fits them, or --finetune-epochs 0")
+        warnings.append(f"the samples of {data.source} are shaped {tuple(data.x.shape[1:])}, "
+                        f"which does not fit --input-shape {shape_text(shape)}: accuracy was "
+                        "not measured")
+        evaluation = None
+    example = _example(evaluation, shape)
+    _check_runs(model, example, factory, evaluation, shown, shape)
     ignored = check_ignored(values.get("ignore_layers") or [],
                             [name for name, _ in model.named_modules()], source)
     classifier = final_layer(model, example)
     original = copy.deepcopy(model)
     pt2_target = check_output(target.with_suffix(".pt2"), [source])
+    context.progress(1.0)
 
     context.stage("Prune")
     if method == "magnitude":
@@ -102,20 +123,23 @@ def sparsify_checkpoint(source: Path, target: Path, values: dict, sparsity: floa
     parameters = (count_parameters(original), count_parameters(model), count_nonzero(model))
 
     context.stage("Export")
-    x1 = data.x[:1]
+    timed = np.zeros(shape, dtype=np.float32) if shape is not None else data.x[:1]
     with tempfile.TemporaryDirectory(prefix="workbench-sparsify-") as scratch, \
             contextlib.ExitStack() as writing:
         # The unpruned model goes through the same exporter, so sizes and latencies compare.
         reference = Path(scratch) / f"{source.stem}.onnx"
+        load_exporter()
+        context.progress(0.2)
         export_onnx(original, example, reference, f"the model of {source}", context.log)
-        context.progress(0.3)
-        onnx_partial = writing.enter_context(atomic_output(target))
+        context.progress(0.5)
+        onnx_partial = writing.enter_context(atomic_output(target, overwrite=overwrite))
         export_onnx(model, example, onnx_partial, "the pruned model", context.log)
-        context.progress(0.7)
+        context.progress(0.8)
         outputs = [target]
         program, why = export_program(model, example)
         if program is not None:
-            save_program(program, writing.enter_context(atomic_output(pt2_target)))
+            save_program(program, writing.enter_context(atomic_output(pt2_target,
+                                                                      overwrite=overwrite)))
             outputs.append(pt2_target)
         else:
             warnings.append(f"the pruned PyTorch model could not be saved as {pt2_target.name} "
@@ -124,16 +148,22 @@ def sparsify_checkpoint(source: Path, target: Path, values: dict, sparsity: floa
 
         context.stage("Evaluate")
         threads = int(values.get("threads") or 1)
-        before = measure_onnx(reference, source, data, x1, threads, context.check_cancelled)
-        context.progress(0.5)
-        after = measure_onnx(onnx_partial, target, data, x1, threads, context.check_cancelled)
-        context.progress(1.0)
+        before = measure_onnx(reference, source, evaluation, timed, threads,
+                              context.check_cancelled)
+        context.progress(0.45)
+        after = measure_onnx(onnx_partial, target, evaluation, timed, threads,
+                             context.check_cancelled)
+        context.progress(0.9)
     if (before.accuracy is not None and after.accuracy is not None
             and before.accuracy - after.accuracy > NOTABLE_DROP and not epochs):
         warnings.append(f"accuracy fell by {before.accuracy - after.accuracy:.1f} points; "
                         "fine-tune for a few epochs (--finetune-epochs 2) to win it back")
-    return pruning_report(source, method, scope, sparsity, rows, parameters, before, after,
-                          epochs, final_loss, (len(data), data.source), outputs, warnings)
+    report = pruning_report(source, method, scope, sparsity, rows, parameters, before, after,
+                            epochs, final_loss,
+                            (len(evaluation), evaluation.source) if evaluation else (0, None),
+                            outputs, warnings)
+    context.progress(1.0)
+    return report
 
 
 def _project_call(call, what: str):
@@ -155,26 +185,37 @@ def _evaluation_data(values: dict, code, hparams) -> EvaluationData:
     return data.take(samples)
 
 
-def _example(data: EvaluationData):
-    """Two samples of the data as a torch batch: the example that traces and exports the
-    model (two, as a batch of one would fix the batch axis)."""
+def _example(data: EvaluationData | None, shape: tuple[int, ...] | None = None):
+    """The example that traces and exports the model, as a torch batch of at least two (a
+    batch of one would fix the batch axis): samples of the data when there are, else seeded
+    random inputs of ``shape``."""
     import torch
 
+    if data is None:
+        generator = torch.Generator().manual_seed(0)
+        return torch.randn((max(2, shape[0]), *shape[1:]), generator=generator)
     x = data.x[:2] if len(data.x) >= 2 else np.concatenate([data.x, data.x])
     return torch.from_numpy(np.ascontiguousarray(x, dtype=np.float32))
 
 
-def _check_runs(model, example, factory: str, data: EvaluationData, source: Path) -> None:
+def _check_runs(model, example, factory: str, data: EvaluationData | None, source: Path,
+                shape: tuple[int, ...] | None = None) -> None:
     import torch
 
     try:
         with torch.no_grad():
             output = model(example)
     except Exception as exc:
+        if data is None:
+            raise ModelToolError(
+                f"the model {factory!r} built for {source} does not run on inputs of "
+                f"--input-shape {shape_text(shape)}: {describe(exc)}; give the shape it "
+                "takes") from None
+        given = f" (--input-shape {shape_text(shape)})" if shape is not None else ""
         raise ModelToolError(
             f"the model {factory!r} built for {source} does not run on the samples of "
-            f"{data.source} (shaped {tuple(data.x.shape[1:])}): {describe(exc)}; give data "
-            "shaped for this model") from None
+            f"{data.source} (shaped {tuple(data.x.shape[1:])}){given}: {describe(exc)}; give "
+            "data shaped for this model") from None
     if not isinstance(output, torch.Tensor) or output.ndim < 2:
         raise ModelToolError(
             f"the model {factory!r} built for {source} returns "

@@ -19,22 +19,18 @@ def first_line(exc: BaseException) -> str:
 
 
 def read_onnx(path: Path):
-    """The checked ModelProto of ``path``; ModelToolError for a file that is not ONNX, a
-    truncated one, or a model that does not take exactly one input."""
+    """The checked ModelProto of ``path``; ModelToolError for a file that is not ONNX (the
+    message every tool gives, see ``model_files.expect``), a damaged one, or a model that does
+    not take exactly one input. Messages name ``path`` as given."""
     import onnx
 
-    if not path.is_file():
-        raise ModelToolError(f"{path} does not exist" if not path.exists()
-                             else f"{path} is a folder; give an .onnx model file")
-    if path.suffix.lower() != ".onnx":
-        raise ModelToolError(f"{path} is not an ONNX model; convert it first "
-                             "(workbench model convert), then quantize the .onnx file")
+    from workbench.modeltools import model_files
+
+    model_files.expect(path, (model_files.ONNX,), "Quantize")
     try:
         model = onnx.load(str(path))
-    except Exception as exc:
-        raise ModelToolError(
-            f"{path} is not a readable ONNX model ({first_line(exc)}); it may be truncated or "
-            "another kind of file: export or convert it again") from None
+    except Exception:
+        raise ModelToolError(model_files.damaged(path, model_files.ONNX)) from None
     try:
         onnx.checker.check_model(model)
     except Exception as exc:

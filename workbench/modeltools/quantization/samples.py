@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -25,8 +26,11 @@ class ChosenData:
 
 
 def choose_data(values: dict, project: Path | None, model_path: Path, mode: str,
-                input_shape: list, fixed_batch: int | None) -> ChosenData:
-    """The samples for this run, each checked against the model's input shape."""
+                input_shape: list, fixed_batch: int | None,
+                on_progress: Callable[[float], None] = lambda fraction: None) -> ChosenData:
+    """The samples for this run, each checked against the model's input shape.
+    ``on_progress`` hears the fraction done (the project's code and dataset take seconds to
+    load: they import torch and the dataset's own libraries)."""
     data, calibration_file = values.get("data"), values.get("calibration_data")
     samples = values.get("samples")
     calibration_samples = values.get("calibration_samples") or 256
@@ -37,6 +41,9 @@ def choose_data(values: dict, project: Path | None, model_path: Path, mode: str,
 
         code = ProjectCode(project)
         hparams = code.hparams(model_path)
+        on_progress(0.1)
+        code.import_modules()  # the project's code imports torch: the longest part
+        on_progress(0.5)
 
     calibration = None
     if mode == "static":
@@ -47,6 +54,7 @@ def choose_data(values: dict, project: Path | None, model_path: Path, mode: str,
         elif code is not None:
             calibration = from_project(code, values.get("calibration_split") or "train", hparams,
                                        calibration_samples)
+            on_progress(0.7)
         else:
             raise ModelToolError(
                 f"{model_path} is not inside a Workbench project, so there is no dataset to "
@@ -70,12 +78,14 @@ def choose_data(values: dict, project: Path | None, model_path: Path, mode: str,
         warnings.append("no data given: the models were compared on random inputs, so accuracy "
                         "was not measured; give --data FILE.npz for real figures")
 
+    on_progress(0.95)
     for chosen in (evaluation, calibration):
         if chosen is not None:
             chosen.check_fits(input_shape, model_path)
     if fixed_batch:
         evaluation = _whole_batches(evaluation, fixed_batch, model_path)
         calibration = calibration and _whole_batches(calibration, fixed_batch, model_path)
+    on_progress(1.0)
     return ChosenData(evaluation, calibration, warnings)
 
 
