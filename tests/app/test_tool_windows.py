@@ -164,3 +164,48 @@ def test_without_a_hub_the_project_window_starts_tool_windows_itself_and_stays_s
     idle, busy = figures["idle"], figures["busy"]
     assert busy["p99_gap_ms"] <= 3 * idle["p99_gap_ms"], figures
     assert busy["max_gap_ms"] <= 10 * idle["max_gap_ms"], figures
+
+
+def test_quit_workbench_in_a_tool_window_closes_it_and_the_project_window_and_ends_the_hub(workbench, child_tools,
+                                                                                          tmp_path):
+    from workbench.ipc.endpoint import socket_path
+    from workbench.project import create_from_template
+
+    root = create_from_template("empty", tmp_path / "notes").root
+    model = make_onnx(root / "tiny.onnx")
+    workbench.run("open", str(root))
+    project = workbench.wait_for_project(root)
+    workbench.call("hub.open_tool", {"tool": "inspect", "values": {"model": str(model)}, "project": str(root)})
+    tool = ready_tool_window(workbench)
+    hub = workbench.hub_pid()
+
+    workbench.command(tool["window_id"], "workbench.quit")  # File ▸ Quit Workbench in the tool window
+
+    for pid, what in ((tool["pid"], "the tool window"), (project["pid"], "the project window"), (hub, "the hub")):
+        wait_until(lambda pid=pid: not is_alive(pid), 20, 0.1, f"{what} to end")
+    assert not socket_path().exists()
+
+
+def test_a_tool_window_has_quit_workbench_and_without_a_hub_it_closes_only_itself(qtbot, tmp_path, monkeypatch):
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QApplication
+
+    from workbench.app.tool_window_process import ToolWindowHost
+    from workbench.modeltools.params import ToolInvocation
+    from workbench.modeltools.registry import get_tool
+    from workbench.modeltools.widgets.tool_window import ToolWindow
+
+    monkeypatch.setattr(QApplication, "quit", lambda *args: None)  # the process would end here
+    model = make_onnx(tmp_path / "tiny.onnx")
+    window = ToolWindow(get_tool("inspect"), ToolInvocation("inspect", {"model": str(model)}), run_on_open=False,
+                        settings=QSettings(str(tmp_path / "tools.ini"), QSettings.Format.IniFormat))
+    qtbot.addWidget(window)
+    host = ToolWindowHost("tool-1", window)
+    window.show()
+    host.install_commands()
+    assert [a.text() for a in window.menuBar().actions() if a.isVisible()] == ["File"]
+    assert host.menus.actions["workbench.quit"].shortcut().toString() == "Ctrl+Q"
+    assert host.menus.actions["file.closeWindow"].shortcut().toString() == "Ctrl+Shift+W"
+    with qtbot.waitSignal(window.sig_closed):
+        host.commands.execute("workbench.quit")  # no hub to ask
+    assert not window.isVisible()

@@ -202,3 +202,50 @@ def test_a_capability_document_tab_sits_beside_the_editors(make_window, project)
     assert window.tabs.currentWidget() is diff and window.current_editor() is None
     assert [tab.path.name for tab in window.editors()] == ["train.py"]
     assert window.close_tab(window.tabs.indexOf(diff))
+
+
+def test_quit_workbench_is_in_the_file_menu_and_without_a_hub_closes_the_window(make_window, project):
+    window = make_window(project)
+    action = window.menus.actions["workbench.quit"]
+    assert action.shortcut().toString() == "Ctrl+Q"
+    file_menu = next(a.menu() for a in window.menuBar().actions() if a.text() == "File")
+    assert file_menu.actions()[-1] is action  # last, after Close Window
+    window.commands.execute("workbench.quit")  # this window has no hub to ask
+    assert not window.isVisible()
+
+
+def test_quit_workbench_asks_the_hub_to_quit_everything(make_window, project):
+    window = make_window(project)
+    asked = []
+    window.hub_requester = lambda method, params, on_result, on_error: asked.append(method)
+    window.commands.execute("workbench.quit")
+    assert asked == ["hub.quit_all"]
+    assert window.isVisible()  # the hub closes it, with the others
+
+
+def test_closing_asks_about_edits_that_cannot_be_kept_and_cancel_keeps_the_window_open(make_window, project):
+    window = make_window(project)
+    window.commands.execute("editor.insertText", text="# nowhere to keep this\n")
+    window.hot_exit.available = False  # as in a read-only folder
+    questions = []
+    window.ask_save_changes = lambda tab: questions.append(tab.path.name) or "cancel"
+    assert window.close() is False and window.isVisible()
+    assert questions == ["train.py"]
+
+    window.ask_save_changes = lambda tab: "discard"
+    assert window.close() is True
+    assert "# nowhere to keep this" not in (project.root / "train.py").read_text()
+
+
+def test_closing_keeps_edits_it_can_keep_without_asking_and_a_forced_close_never_asks(make_window, project):
+    window = make_window(project)
+    window.commands.execute("editor.insertText", text="# kept\n")
+    window.ask_save_changes = lambda tab: pytest.fail("asked about edits that are kept for next time")
+    assert window.close() is True
+
+    again = make_window(project)
+    again.hot_exit.available = False
+    again.commands.execute("editor.insertText", text="# dropped\n")
+    again.ask_save_changes = lambda tab: pytest.fail("a forced close asked")
+    again.discard_changes_on_close = True
+    assert again.close() is True

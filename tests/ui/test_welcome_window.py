@@ -46,3 +46,17 @@ def test_the_crash_notice_goes_when_the_crashed_window_leaves_the_list(qtbot, tm
     window.set_windows([{**digits, "window_id": "w3", "pid": 44, "state": "ready"}])
     assert window.notice.isHidden()
     assert window.describe()["notice"] == ""
+
+
+def test_quit_workbench_is_in_the_welcome_windows_file_menu(qtbot, tmp_path):
+    window = WelcomeWindow(RecentProjects(tmp_path / "config"))
+    qtbot.addWidget(window)
+    assert [a.text() for a in window.menuBar().actions()] == ["File"]  # there from the first paint
+    window.install_commands()
+    assert [a.text() for a in window.menuBar().actions() if a.isVisible()] == ["File"]
+    file_menu = window.menuBar().actions()[0].menu()
+    assert [a.text() for a in file_menu.actions() if not a.isSeparator()] == [
+        "New Project from Template…", "Open Folder…", "Quit Workbench"]
+    assert window.menus.actions["workbench.quit"].shortcut().toString() == "Ctrl+Q"
+    with qtbot.waitSignal(window.sig_quit_requested):
+        window.commands.execute("workbench.quit")

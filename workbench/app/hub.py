@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QApplication
 from workbench import __version__
 from workbench.app import launcher
 from workbench.app.heavy_modules import heavy_modules_loaded
+from workbench.app.quit_all import QuitAll
 from workbench.app.registry import WindowEntry, WindowRegistry, process_is_alive
 from workbench.ipc import messages
 from workbench.ipc.connection import DeferredAnswer, RpcConnection
@@ -46,6 +47,8 @@ class Hub(QObject):
         self._children: dict[str, subprocess.Popen] = {}
         self._links: dict[str, RpcConnection] = {}
         self._closing: set[str] = set()
+        self._quitting: QuitAll | None = None
+        self._shutting_down = False
         self._keep_spare = keep_spare and os.environ.get("WORKBENCH_NO_SPARE") != "1"
         self._welcome = None
         self.server = RpcServer(self, self)
@@ -81,6 +84,8 @@ class Hub(QObject):
         welcome.sig_open_project.connect(self._open_from_welcome)
         welcome.sig_reopen_window.connect(self._reopen_from_welcome)
         welcome.sig_closed.connect(lambda: self._quit_if_idle(welcome_closing=True))
+        welcome.sig_quit_requested.connect(self._quit_from_welcome)
+        welcome.install_commands()
         self._refresh_welcome()
 
     def _reopen_from_welcome(self, window_id: str) -> None:
@@ -106,12 +111,56 @@ class Hub(QObject):
             self.shutdown()
 
     def shutdown(self) -> None:
+        """End the hub. Spare windows end with it (they hold nothing of the user's); project and
+        tool windows keep working and register with the next hub."""
+        if self._shutting_down:
+            return
+        self._shutting_down = True
+        log.info("Hub %s quitting", os.getpid())
         for entry in self.registry.entries(include_spares=True):
+            if entry.kind != messages.KIND_SPARE:
+                continue
             link = self._links.get(entry.window_id)
-            if entry.kind == messages.KIND_SPARE and link is not None:
+            process = self._children.get(entry.window_id)
+            if link is not None and link.is_open:
                 link.request(messages.WINDOW_QUIT, {"force": True})
+                link.socket.flush()
+            elif process is not None and process.poll() is None:
+                process.terminate()  # started, not linked yet: nobody else will tell it
         self.server.close()
         QTimer.singleShot(100, QApplication.instance().quit)
+
+    # --- quitting everything ------------------------------------------------------------------
+
+    def quit_all(self, first: str | None = None, on_done=None) -> None:
+        """Close every project and tool window the way its user would (``first`` is asked
+        first), then end; a window that stays open stops it there. ``on_done`` gets
+        ``{"quit": bool, "kept_open"?: window_id}``."""
+        if self._quitting is not None:
+            raise RpcError(RpcError.APPLICATION_ERROR, "Workbench is already quitting.")
+        entries = [e for e in self.registry.entries() if e.kind in (messages.KIND_PROJECT, messages.KIND_TOOL)
+                   and e.window_id in self._links]
+        # Whoever asked first, then project windows (they may ask about unsaved edits), then
+        # tool windows (they never keep the quit from happening).
+        entries.sort(key=lambda e: (e.window_id != first, e.kind == messages.KIND_TOOL))
+
+        def done(outcome: dict) -> None:
+            self._quitting = None
+            if on_done is not None:
+                on_done(outcome)
+            if outcome.get("quit"):
+                self.shutdown()
+            elif not self.registry.has_user_windows():
+                self.show_welcome()
+
+        self._quitting = QuitAll([(e.window_id, self._links[e.window_id]) for e in entries], done, self)
+        self._quitting.start()
+
+    def _quit_from_welcome(self) -> None:
+        try:
+            self.quit_all()
+        except RpcError:
+            pass  # already quitting
 
     # --- opening windows --------------------------------------------------------------------
 
@@ -176,7 +225,7 @@ class Hub(QObject):
         return any(e.kind == messages.KIND_SPARE for e in self.registry.entries(include_spares=True))
 
     def _ensure_spare(self) -> None:
-        if not self._keep_spare or self._has_spare():
+        if not self._keep_spare or self._shutting_down or self._has_spare():
             return
         window_id = launcher.new_window_id()
         process = launcher.spawn_window(window_id)
@@ -216,6 +265,11 @@ class Hub(QObject):
 
     def on_hub_reopen_window(self, params: dict, link: RpcConnection) -> dict:
         return self.reopen_window(str(params.get("window_id", "")))
+
+    def on_hub_quit_all(self, params: dict, link: RpcConnection) -> DeferredAnswer:
+        answer = DeferredAnswer()
+        self.quit_all(first=link.peer.get("window_id"), on_done=answer.resolve)
+        return answer
 
     def on_hub_window_command(self, params: dict, link: RpcConnection) -> DeferredAnswer:
         return self._ask_window(params, messages.WINDOW_RUN_COMMAND,
@@ -339,6 +393,8 @@ class Hub(QObject):
         if process is not None:
             QTimer.singleShot(2000, process.poll)
         self._windows_changed()
+        if self._quitting is not None or self._shutting_down:
+            return  # the hub is about to end: no welcome window for a moment
         if entry is not None and entry.kind != messages.KIND_SPARE and not self.registry.has_user_windows():
             if self._welcome is None or not self._welcome.isVisible():
                 self.show_welcome()

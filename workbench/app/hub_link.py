@@ -21,6 +21,9 @@ from workbench.ipc.errors import RpcError
 log = logging.getLogger("workbench.window")
 
 RECONNECT_DELAYS_MS = (100, 200, 400, 800, 1000)
+# hub.quit_all is answered once every window has closed, which may wait for people to answer
+# their windows' questions.
+QUIT_ALL_TIMEOUT_MS = 3_600_000
 
 
 class HubLink(QObject):
@@ -37,6 +40,10 @@ class HubLink(QObject):
         self._retry = QTimer(self)
         self._retry.setSingleShot(True)
         self._retry.timeout.connect(self.connect)
+        self._alone = QTimer(self)
+        self._alone.setSingleShot(True)
+        self._alone.timeout.connect(self._on_alone)
+        self._on_give_up: Callable[[], None] | None = None
         self.closing = False
 
     @property
@@ -61,10 +68,13 @@ class HubLink(QObject):
     def request(self, method: str, params: dict | None = None,
                 on_result: Callable[[Any], None] | None = None,
                 on_error: Callable[[RpcError], None] | None = None, timeout_ms: int = 10_000) -> None:
-        """Ask the hub; without a hub ``on_error`` gets an RpcError at once (never raises)."""
+        """Ask the hub; without a hub ``on_error`` gets an RpcError at once, with ``no_hub``
+        set on it (never raises)."""
         if not self.is_open:
             if on_error is not None:
-                on_error(RpcError(RpcError.TIMEOUT, "No Workbench hub is running."))
+                error = RpcError(RpcError.TIMEOUT, "No Workbench hub is running.")
+                error.no_hub = True  # type: ignore[attr-defined]
+                on_error(error)
             return
         self.connection.request(method, params, on_result=on_result, on_error=on_error, timeout_ms=timeout_ms)
 
@@ -75,6 +85,29 @@ class HubLink(QObject):
     def broadcast(self, event: str, data: object) -> None:
         """Pass ``event`` to every other window (dropped when no hub runs)."""
         self.notify(messages.BROADCAST, {"event": event, "data": data})
+
+    def flush(self) -> None:
+        """Write out what is queued for the hub now (before the process ends, say)."""
+        if self.is_open:
+            self.connection.socket.flush()
+
+    def give_up_after(self, ms: int | None, on_give_up: Callable[[], None] | None = None) -> None:
+        """Call ``on_give_up`` once no hub has been linked for ``ms`` milliseconds in a row
+        (``None``: never, which is the default)."""
+        self._alone.stop()
+        self._on_give_up = on_give_up if ms is not None else None
+        if ms is not None:
+            self._alone.setInterval(ms)
+            if not self.is_open:
+                self._alone.start()
+
+    def _on_alone(self) -> None:
+        if not self.is_open and not self.closing and self._on_give_up is not None:
+            self._on_give_up()
+
+    def _start_alone_clock(self) -> None:
+        if self._on_give_up is not None and not self._alone.isActive():
+            self._alone.start()
 
     def say_closing(self, window_id: str) -> None:
         """The window closes on purpose: tell the hub (so it is not taken for a crash), stop
@@ -89,6 +122,7 @@ class HubLink(QObject):
         if self.connection is not None and self.connection.socket is socket:
             return  # errors of a live link are handled by its disconnect
         socket.deleteLater()
+        self._start_alone_clock()
         if self._start_hub:
             self._start_hub = False
             from workbench.app.launcher import spawn_hub
@@ -103,6 +137,7 @@ class HubLink(QObject):
         from workbench.ipc.connection import RpcConnection
 
         self._attempt = 0
+        self._alone.stop()
         link = RpcConnection(socket, self._handler, self)
         link.sig_disconnected.connect(lambda: self._on_link_lost(link))
         self.connection = link
@@ -115,4 +150,5 @@ class HubLink(QObject):
         link.deleteLater()
         if not self.closing:
             log.info("Lost the hub; will register with the next one")
+            self._start_alone_clock()
             self._retry.start(RECONNECT_DELAYS_MS[0])

@@ -51,6 +51,10 @@ def main(argv: list[str] | None = None) -> int:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
         hub = Hub(welcome=welcome)
         started.append(hub)
+        from workbench.app.termination import TerminationWatch
+
+        # SIGTERM ends the hub as a quit does: its spare window ends with it.
+        TerminationWatch(hub.shutdown, hub)
         try:
             hub.start()
         except IpcError as exc:

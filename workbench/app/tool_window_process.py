@@ -19,11 +19,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QObject, QTimer
+from PySide6.QtCore import QObject, Qt, QTimer
 from PySide6.QtWidgets import QApplication
 
 from workbench.app.heavy_modules import heavy_modules_loaded
-from workbench.app.hub_link import HubLink
+from workbench.app.hub_link import QUIT_ALL_TIMEOUT_MS, HubLink
 from workbench.ipc import messages
 from workbench.ipc.errors import RpcError
 
@@ -49,6 +49,44 @@ class ToolWindowHost(QObject):
         window.sig_model_produced.connect(lambda data: self.hub.broadcast(messages.EVENT_MODEL_PRODUCED, data))
         window.sig_closed.connect(self._on_window_closed)
         window.windowTitleChanged.connect(self._title_changed)
+        # The menu's title is there from the first paint, so nothing moves when install_commands
+        # fills the menu just after it (a process's first shortcut costs tens of milliseconds).
+        window.menuBar().addMenu("File")
+        self.commands = None
+        self.menus = None
+
+    def install_commands(self) -> None:
+        """The tool window's File menu: Close Window and Quit Workbench."""
+        if self.commands is not None:
+            return
+        from workbench.ui.commands import CommandRegistry, add_quit_command
+        from workbench.ui.menus import MenuBuilder
+
+        self.commands = CommandRegistry()
+        self.commands.add("file.closeWindow", "Close Window", self.window.close, category="File", menu="File",
+                          shortcut="Ctrl+Shift+W")
+        self.menus = MenuBuilder(self.window, self.commands, self._show_error)
+        self.menus.add_separator("File")
+        add_quit_command(self.commands, self.quit_workbench)
+        self.menus.prune_empty()
+
+    def quit_workbench(self) -> None:
+        """Ask the hub to close every window and end Workbench; with no hub, close this one."""
+
+        def failed(error: RpcError) -> None:
+            if getattr(error, "no_hub", False):
+                self.window.close()
+            elif error.code != RpcError.TIMEOUT:
+                self._show_error(f"Workbench could not quit: {error.message}")
+
+        self.hub.request(messages.HUB_QUIT_ALL, {}, on_error=failed, timeout_ms=QUIT_ALL_TIMEOUT_MS)
+
+    def _show_error(self, message: str) -> None:
+        from PySide6.QtWidgets import QMessageBox
+
+        box = QMessageBox(QMessageBox.Icon.Warning, "Workbench", message, QMessageBox.StandardButton.Ok, self.window)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.open()
 
     def _registration(self) -> dict:
         return {
@@ -103,13 +141,31 @@ class ToolWindowHost(QObject):
         elif command == "tool.close":
             QTimer.singleShot(0, window.close)
             result = True
+        elif self.commands is not None and command in self.commands:
+            from workbench.ui.commands import CommandError
+
+            try:
+                result = self.commands.execute(command, **args)
+            except CommandError as exc:
+                raise RpcError(RpcError.APPLICATION_ERROR, str(exc)) from None
         else:
             raise RpcError(RpcError.APPLICATION_ERROR, f"There is no command {command!r} in a tool window.")
         return {"result": result}
 
-    def on_window_quit(self, params: dict, link: RpcConnection) -> dict:
-        QTimer.singleShot(0, self.window.close)
-        return {}
+    def on_window_quit(self, params: dict, link: RpcConnection):
+        """Close as the user would (a running job is cancelled); the answer says whether the
+        window closed, and comes once it has."""
+        from workbench.ipc.connection import DeferredAnswer
+
+        answer = DeferredAnswer()
+
+        def close() -> None:
+            closed = self.window.close()
+            answer.resolve({"closed": bool(closed)})
+            self.hub.flush()  # the process ends with the window
+
+        QTimer.singleShot(0, close)
+        return answer
 
     def on_event(self, params: dict, link: RpcConnection) -> None:
         """Other windows' events do not concern a tool window."""
@@ -160,6 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     tasks.setParent(window)
     host = ToolWindowHost(args.window_id, window)
     after_first_paint(window, host.hub.connect_if_needed)
+    after_first_paint(window, host.install_commands)
     mark_first_paint(window, "tool")
     window.show()
     window.raise_()

@@ -21,7 +21,7 @@ from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QApplication
 
 from workbench.app.heavy_modules import heavy_modules_loaded
-from workbench.app.hub_link import HubLink
+from workbench.app.hub_link import QUIT_ALL_TIMEOUT_MS, HubLink
 from workbench.qt.paint import after_first_paint, mark_first_paint
 from workbench.ipc import messages
 from workbench.ipc.endpoint import ExclusiveLock, project_lock
@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from workbench.ipc.connection import RpcConnection
 
 log = logging.getLogger("workbench.window")
+
+# A spare holds nothing of the user's: once it has had no hub for this long, it ends.
+SPARE_ALONE_MS = 3000
 
 
 class ProjectAlreadyOpen(Exception):
@@ -63,6 +66,7 @@ class WindowHost(QObject):
         if not lock.try_acquire():
             raise ProjectAlreadyOpen(str(project.root))
         self._project_lock = lock
+        self.hub.give_up_after(None)  # a project window outlives hubs
         RecentProjects(user_config_dir()).add(project.root, project.name)
         self.window = ProjectWindow(project)
         self.window.sig_closed.connect(self._on_window_closed)
@@ -114,7 +118,8 @@ class WindowHost(QObject):
             if on_error is not None:
                 on_error(error)
 
-        self.hub.request(method, params, on_result=on_result, on_error=failed)
+        timeout_ms = QUIT_ALL_TIMEOUT_MS if method == messages.HUB_QUIT_ALL else 10_000
+        self.hub.request(method, params, on_result=on_result, on_error=failed, timeout_ms=timeout_ms)
 
     def _on_window_closed(self) -> None:
         self.hub.say_closing(self.window_id)
@@ -124,8 +129,17 @@ class WindowHost(QObject):
 
     # --- the hub link -------------------------------------------------------------------------
 
-    def connect_to_hub(self) -> None:
+    def wait_as_spare(self) -> None:
+        """Link to the hub as a spare; with no hub for SPARE_ALONE_MS (it was stopped or
+        killed, and none came after it), end: a spare has nothing to keep."""
+        self.hub.give_up_after(SPARE_ALONE_MS, self._end_spare)
         self.hub.connect()
+
+    def _end_spare(self) -> None:
+        if self.window is None:
+            log.info("Spare window without a hub for %s ms: ending", SPARE_ALONE_MS)
+            self.hub.closing = True
+            QApplication.instance().quit()
 
     def _registration(self) -> dict:
         project = self.window.project if self.window else None
@@ -187,14 +201,27 @@ class WindowHost(QObject):
             description.update(self.window.describe())
         return description
 
-    def on_window_quit(self, params: dict, link: RpcConnection) -> dict:
+    def on_window_quit(self, params: dict, link: RpcConnection):
+        """Close as the user would (``force``: without asking anything); the answer says
+        whether the window closed, and comes once it has."""
         if self.window is None or params.get("force"):
             if self.window is not None:
                 self.window.discard_changes_on_close = True
             QTimer.singleShot(0, self._quit_now)
-        else:
-            QTimer.singleShot(0, self.window.close)
-        return {}
+            return {"closed": True}
+        from workbench.ipc.connection import DeferredAnswer
+
+        answer = DeferredAnswer()
+
+        def close() -> None:
+            # Not inside the request's handler: the window may ask the user first, and the
+            # link keeps working while it does.
+            closed = self.window.close()
+            answer.resolve({"closed": bool(closed)})
+            self.hub.flush()  # the process ends with the window
+
+        QTimer.singleShot(0, close)
+        return answer
 
     def _quit_now(self) -> None:
         if self.window is not None:
@@ -257,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     else:
         host.warm_up()
-        host.connect_to_hub()
+        host.wait_as_spare()
     return app.exec()
 
 

@@ -19,6 +19,7 @@ HUB_REOPEN_WINDOW = "hub.reopen_window"  # {window_id} -> {window_id, pid}
 HUB_WINDOW_COMMAND = "hub.window_command"  # {window_id, command, args} -> {result}
 HUB_DESCRIBE_WINDOW = "hub.describe_window"  # {window_id} -> what window.describe answers
 HUB_DESCRIBE_WELCOME = "hub.describe_welcome"  # -> {visible, notice, windows}
+HUB_QUIT_ALL = "hub.quit_all"  # -> {quit, kept_open?}: close every window as its user would, then end
 WINDOW_REGISTER = "window.register"  # {window_id, pid, kind, project, state} -> {hub_pid}
 
 # Notifications sent to the hub.
@@ -32,7 +33,7 @@ WINDOW_OPEN_PROJECT = "window.open_project"  # to a spare window: {path, file?, 
 WINDOW_OPEN_FILE = "window.open_file"  # {path, line?} -> {}
 WINDOW_RUN_COMMAND = "window.run_command"  # {command, args} -> {result}
 WINDOW_DESCRIBE = "window.describe"  # -> {pid, kind, project, open_files, modified, modules}
-WINDOW_QUIT = "window.quit"  # {force?} -> {}
+WINDOW_QUIT = "window.quit"  # {force?} -> {closed}: close as the user would (force: without asking)
 
 # Notification from the hub to windows.
 EVENT = "event"  # {event, data, sender}: a broadcast passed on

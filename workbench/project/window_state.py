@@ -36,6 +36,9 @@ class WindowState:
     open_files: list[OpenFile] = field(default_factory=list)
     current_file: str | None = None
     tree_expanded: list[str] = field(default_factory=list)
+    front_docks: list[str] = field(default_factory=list)
+    """The object names of the docks in front of their tab groups. The dock state holds this
+    too, but a dock that brings itself forward when it is shown again would win otherwise."""
 
 
 class WindowStateStore:
@@ -81,6 +84,7 @@ def _from_json(data: dict) -> WindowState:
                 column=column if isinstance(column, int) and column > 0 else 1,
             ))
     expanded = data.get("tree_expanded")
+    front = data.get("front_docks")
     return WindowState(
         geometry_b64=text_or_none("geometry_b64"),
         dock_state_b64=text_or_none("dock_state_b64"),
@@ -88,4 +92,5 @@ def _from_json(data: dict) -> WindowState:
         current_file=text_or_none("current_file"),
         tree_expanded=[p for p in expanded if isinstance(p, str)] if isinstance(expanded, list)
         else [],
+        front_docks=[d for d in front if isinstance(d, str)] if isinstance(front, list) else [],
     )

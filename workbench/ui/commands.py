@@ -13,6 +13,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 
+QUIT_WORKBENCH = "workbench.quit"
+"""The command every Workbench window has: close all the windows, then end Workbench."""
+
+
 class CommandError(Exception):
     """A command that does not exist, is disabled, or got arguments it cannot use."""
 
@@ -103,6 +107,11 @@ class CommandRegistry:
             except TypeError as exc:
                 raise CommandError(f"{command.label}: {exc}") from None
         return command.run(**args)
+
+
+def add_quit_command(commands: CommandRegistry, run: Callable[[], Any]) -> Command:
+    """Register File ▸ Quit Workbench (Ctrl+Q), the same in every kind of window."""
+    return commands.add(QUIT_WORKBENCH, "Quit Workbench", run, category="File", menu="File", shortcut="Ctrl+Q")
 
 
 def fuzzy_score(query: str, text: str) -> int | None:

@@ -32,6 +32,8 @@ class MenuBuilder:
         parent_path, _, name = path.rpartition("/")
         if parent_path:
             menu = self._menu(parent_path).addMenu(name)
+        elif (existing := self._existing_menu(name)) is not None:
+            menu = existing
         else:
             menu = QMenu(name, self._window)
             help_menu = self._menus.get("Help")
@@ -42,6 +44,14 @@ class MenuBuilder:
         menu.aboutToShow.connect(lambda m=menu: self._refresh(m))
         self._menus[path] = menu
         return menu
+
+    def _existing_menu(self, name: str) -> QMenu | None:
+        """A top-level menu the window put in its menu bar before its commands were built (to
+        take its place from the first paint)."""
+        for action in self._window.menuBar().actions():
+            if action.text() == name and isinstance(action.menu(), QMenu):
+                return action.menu()
+        return None
 
     def _bind(self, command: Command) -> None:
         action = QAction(command.title, self._window)

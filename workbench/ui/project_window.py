@@ -31,6 +31,8 @@ from workbench.editor import EditorError, HotExitStore
 from workbench.editor.assist import CompletionProviders, HoverProviders
 from workbench.editor.diagnostics import DiagnosticsProviders
 from workbench.editor.widgets import EditorTab, open_editor_tab
+from workbench.ipc import messages
+from workbench.ipc.errors import RpcError
 from workbench.project import (
     OpenFile,
     Project,
@@ -44,7 +46,8 @@ from workbench.qt.paint import after_first_paint
 from workbench.qt.tasks import TaskRunner
 from workbench.ui.capabilities import install_capabilities
 from workbench.ui.command_palette import CommandPalette
-from workbench.ui.commands import CommandRegistry
+from workbench.ui.commands import CommandRegistry, add_quit_command
+from workbench.ui.dock_layout import DockLayout
 from workbench.ui.menus import MenuBuilder
 
 STATE_SAVE_DELAY_MS = 1000
@@ -79,6 +82,7 @@ class ProjectWindow(QMainWindow):
         self.hovers = HoverProviders()
         self.hovers.on_registered(self._attach_hover)
         self._diagnostic_shown = ""
+        self.dock_layout = DockLayout(self)
         self.setWindowTitle(f"{project.name} — Workbench")
         self.setObjectName("project-window")
 
@@ -115,6 +119,8 @@ class ProjectWindow(QMainWindow):
 
         self._register_commands()
         self.menus = MenuBuilder(self, self.commands, self.show_error)
+        self.menus.add_separator("File")
+        add_quit_command(self.commands, self.quit_workbench)
         self.menus.prune_empty()
         self.palette = CommandPalette(self.commands, self)
         self.palette.sig_command_chosen.connect(self.menus.run)
@@ -142,7 +148,9 @@ class ProjectWindow(QMainWindow):
         dock.setWidget(widget)
         self.addDockWidget(area, dock)
         dock.show()  # a dock added to a window already on screen starts hidden otherwise
-        self.restoreDockWidget(dock)  # where the user left it, for docks added after the layout
+        if self.dock_layout.restored:
+            # Added after the saved layout came back: the best Qt can do for one dock alone.
+            self.restoreDockWidget(dock)
         self.commands.add(f"view.toggle.{dock_id}", f"Toggle {title}", lambda: dock.setVisible(dock.isHidden()),
                           category="View", menu="View", shortcut=shortcut)
         return dock
@@ -170,6 +178,7 @@ class ProjectWindow(QMainWindow):
             return
         self.capabilities_installed = True
         install_capabilities(self, entries)
+        self.dock_layout.restore_all()
         self.menus.prune_empty()
         self.sig_capabilities_installed.emit()
 
@@ -198,9 +207,21 @@ class ProjectWindow(QMainWindow):
         if self.hub_requester is not None:
             self.hub_requester(method, params or {}, on_result, on_error)
         elif on_error is not None:
-            from workbench.ipc.errors import RpcError
+            error = RpcError(RpcError.TIMEOUT, "This window is not linked to a Workbench hub.")
+            error.no_hub = True  # type: ignore[attr-defined]
+            on_error(error)
 
-            on_error(RpcError(RpcError.TIMEOUT, "This window is not linked to a Workbench hub."))
+    def quit_workbench(self) -> None:
+        """Close every Workbench window, each as its user would, and end Workbench (the hub
+        does it); with no hub, close this window. Runs go on: they outlive windows."""
+
+        def failed(error) -> None:
+            if getattr(error, "no_hub", False):
+                self.close()
+            elif error.code != RpcError.TIMEOUT:  # a late answer says nothing about the quit
+                self.show_error(f"Workbench could not quit: {error.message}")
+
+        self.request_hub(messages.HUB_QUIT_ALL, {}, on_error=failed)
 
     # --- editors ------------------------------------------------------------------------------
 
@@ -527,10 +548,11 @@ class ProjectWindow(QMainWindow):
         current = self.current_editor()
         state = WindowState(
             geometry_b64=base64.b64encode(bytes(self.saveGeometry().data())).decode("ascii"),
-            dock_state_b64=base64.b64encode(bytes(self.saveState().data())).decode("ascii"),
+            dock_state_b64=self.dock_layout.state_b64(),
             open_files=open_files,
             current_file=self._relative(current.path) if current else None,
             tree_expanded=self.tree.expanded_paths(),
+            front_docks=self.dock_layout.front_docks(),
         )
         self._state_store.save(state)
 
@@ -544,8 +566,9 @@ class ProjectWindow(QMainWindow):
         state = self._state_store.load()
         if not (state.geometry_b64 and self.restoreGeometry(QByteArray(base64.b64decode(state.geometry_b64)))):
             self.resize(1200, 780)
-        if state.dock_state_b64:
-            self.restoreState(QByteArray(base64.b64decode(state.dock_state_b64)))
+        # The docks there are now (the Explorer) take their places at once; the capabilities'
+        # docks come after the first paint, and then the whole saved layout is restored.
+        self.dock_layout.load(state.dock_state_b64, state.front_docks)
         wanted = [(f.path, f.line, f.column) for f in state.open_files]
         # Buffers with unsaved edits come back even if their tab was not saved in the state.
         for entry in self.hot_exit.entries():
@@ -565,6 +588,9 @@ class ProjectWindow(QMainWindow):
             self.tree.restore_expanded(state.tree_expanded)
 
     def closeEvent(self, event: QCloseEvent) -> None:
+        if not self.discard_changes_on_close and not self._settle_edits_that_cannot_be_kept():
+            event.ignore()
+            return
         # Unsaved buffers are not lost on close: like VS Code's hot exit, they stay under
         # .workbench/ and come back with the window.
         for tab in self.editors():
@@ -575,3 +601,15 @@ class ProjectWindow(QMainWindow):
         self.tasks.cancel_all()
         event.accept()
         self.sig_closed.emit()
+
+    def _settle_edits_that_cannot_be_kept(self) -> bool:
+        """Before closing: unsaved edits that cannot be kept for the next window (a read-only
+        project folder has nowhere to keep them) are saved or dropped as the user answers.
+        False when the user cancels, or a save fails: the window stays open."""
+        for tab in self.editors():
+            if tab.is_modified() and (tab.hot_exit is None or not tab.hot_exit.available):
+                self.tabs.setCurrentWidget(tab)
+                answer = self.ask_save_changes(tab)
+                if answer == "cancel" or (answer == "save" and not self._save(tab)):
+                    return False
+        return True

@@ -59,6 +59,9 @@ class WelcomeWindow(QMainWindow):
     sig_closed = Signal()
     """The user closed the welcome window."""
 
+    sig_quit_requested = Signal()
+    """The user asked to quit Workbench (File ▸ Quit Workbench)."""
+
     def __init__(self, recent: RecentProjects, parent: QWidget | None = None):
         super().__init__(parent)
         self._recent = recent
@@ -130,8 +133,30 @@ class WelcomeWindow(QMainWindow):
         central = QWidget()
         central.setLayout(body)
         self.setCentralWidget(central)
+        # The menu's title is there from the first paint, so nothing moves when install_commands
+        # fills the menu just after it (a process's first shortcut costs tens of milliseconds).
+        self.menuBar().addMenu("File")
+        self.commands = None
+        self.menus = None
         self.refresh_recent()
         self.set_windows([])
+
+    def install_commands(self) -> None:
+        """Build the commands and the File menu (New Project, Open Folder, Quit Workbench)."""
+        if self.commands is not None:
+            return
+        from workbench.ui.commands import CommandRegistry, add_quit_command
+        from workbench.ui.menus import MenuBuilder
+
+        self.commands = CommandRegistry()
+        self.commands.add("file.newProject", "New Project from Template…", self.new_project, category="File",
+                          menu="File")
+        self.commands.add("file.openFolder", "Open Folder…", self.open_folder, category="File", menu="File",
+                          shortcut="Ctrl+O")
+        self.menus = MenuBuilder(self, self.commands, self.show_error)
+        self.menus.add_separator("File")
+        add_quit_command(self.commands, self.sig_quit_requested.emit)
+        self.menus.prune_empty()
 
     @staticmethod
     def _heading(text: str) -> QLabel:

@@ -1,0 +1,138 @@
+"""A project window's docks come back exactly as the user left them, the capabilities' docks
+(Source Control, Runs, Models: added after the first paint) included."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QDockWidget, QTabBar
+
+from workbench.project import create_from_template, load_project
+from workbench.ui.project_window import ProjectWindow
+
+# Small enough for the offscreen screen (800 × 800), so the saved geometry comes back as it was.
+WINDOW_SIZE = (800, 720)
+
+
+@pytest.fixture
+def project(tmp_path):
+    return load_project(create_from_template("digits", tmp_path / "digits").root)
+
+
+@pytest.fixture
+def open_window(qtbot):
+    def open_(project) -> ProjectWindow:
+        window = ProjectWindow(project)
+        qtbot.addWidget(window)
+        with qtbot.waitSignal(window.sig_capabilities_installed, timeout=30_000):
+            window.show()
+        qtbot.wait(300)  # docks that bring themselves forward do it after a zero timer
+        return window
+
+    return open_
+
+
+def dock(window, name: str) -> QDockWidget:
+    return window.findChild(QDockWidget, f"dock-{name}")
+
+
+def layout_of(window) -> dict:
+    """Per dock: area, shown, tab mates, whether its tab is in front, and its size when it can
+    be seen (a tab behind another keeps a stale size)."""
+    fronts = set()
+    for bar in window.findChildren(QTabBar, options=Qt.FindChildOption.FindDirectChildrenOnly):
+        if bar.isVisibleTo(window) and bar.currentIndex() >= 0:
+            fronts.add(bar.tabText(bar.currentIndex()))
+    layout = {}
+    for each in window.findChildren(QDockWidget):
+        mates = sorted(other.objectName() for other in window.tabifiedDockWidgets(each))
+        front = not mates or each.windowTitle() in fronts
+        area = window.dockWidgetArea(each)
+        width = each.width()
+        if area in (Qt.DockWidgetArea.TopDockWidgetArea, Qt.DockWidgetArea.BottomDockWidgetArea):
+            # The offscreen screen is barely wider than the window, so the window may come back
+            # a pixel or two narrower: what the dock leaves of the window's width is compared.
+            width -= window.width()
+        layout[each.objectName()] = {
+            "area": area.name,
+            "shown": not each.isHidden(),
+            "tab_mates": mates,
+            "front": front,
+            "size": (width, each.height()) if front and not each.isHidden() else None,
+        }
+    return layout
+
+
+def test_the_first_layout_comes_back_after_close_and_reopen(open_window, project, qtbot):
+    window = open_window(project)
+    window.resize(*WINDOW_SIZE)
+    qtbot.wait(100)
+    first = layout_of(window)
+    assert first["dock-scm"]["tab_mates"] == ["dock-explorer"] and first["dock-explorer"]["front"]
+    window.close()
+
+    again = open_window(project)
+    assert layout_of(again) == first
+    again.close()
+    assert layout_of(open_window(project)) == first  # and stays so
+
+
+def test_a_layout_the_user_changed_comes_back_after_close_and_reopen(open_window, project, qtbot):
+    window = open_window(project)
+    window.resize(*WINDOW_SIZE)
+    qtbot.wait(100)
+    runs, models, scm, explorer = (dock(window, name) for name in ("runs", "models", "scm", "explorer"))
+    runs.show()
+    window.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, runs)
+    window.tabifyDockWidget(runs, models)  # Models moves beside Runs, on the right
+    window.resizeDocks([runs], [260], Qt.Orientation.Horizontal)
+    window.resizeDocks([explorer], [220], Qt.Orientation.Horizontal)
+    scm.raise_()  # Source Control in front of the Explorer
+    qtbot.wait(100)
+    changed = layout_of(window)
+    assert changed["dock-models"] == {**changed["dock-models"], "area": "RightDockWidgetArea",
+                                      "tab_mates": ["dock-runs"], "front": True}
+    assert changed["dock-scm"]["front"] and not changed["dock-explorer"]["front"]
+    window.close()
+
+    assert layout_of(open_window(project)) == changed
+
+
+def test_a_hidden_capability_dock_stays_hidden(open_window, project, qtbot):
+    window = open_window(project)
+    window.resize(*WINDOW_SIZE)
+    qtbot.wait(100)
+    window.commands.execute("view.toggle.models")
+    assert dock(window, "models").isHidden()
+    qtbot.wait(100)
+    first = layout_of(window)
+    window.close()
+
+    again = open_window(project)
+    assert dock(again, "models").isHidden()
+    assert layout_of(again) == first
+
+
+def test_a_dock_the_saved_layout_does_not_know_goes_under_the_explorer_with_room(open_window, project, qtbot,
+                                                                                 monkeypatch):
+    from workbench.ui import capabilities
+
+    everything = capabilities.BUILT_IN
+    monkeypatch.setattr(capabilities, "BUILT_IN", tuple(e for e in everything if "modeltools" not in e))
+    window = open_window(project)  # a layout saved before there was a Models dock
+    window.resize(*WINDOW_SIZE)
+    qtbot.wait(100)
+    before = layout_of(window)
+    window.close()
+
+    monkeypatch.setattr(capabilities, "BUILT_IN", everything)
+    again = open_window(project)
+    layout = layout_of(again)
+    # The known docks are where they were (the Explorer's group gives the Models dock room).
+    assert {name: {**layout[name], "size": None} for name in before} == {
+        name: {**entry, "size": None} for name, entry in before.items()}
+    assert layout["dock-runs"] == before["dock-runs"]
+    models, explorer = dock(again, "models"), dock(again, "explorer")
+    assert layout["dock-models"]["area"] == "LeftDockWidgetArea" and layout["dock-models"]["tab_mates"] == []
+    assert models.y() > explorer.y() + explorer.height()  # under the Explorer and its tab mates
+    assert models.height() > models.minimumSizeHint().height() + 20  # not squeezed to its least

@@ -1,0 +1,136 @@
+"""Bringing a main window's docks back where the user left them, docks added late included.
+
+A project window's own dock (the Explorer) exists when the window is built; the capabilities'
+docks (Source Control, Runs, Models, ...) are added just after its first paint. Restoring docks
+one by one as they come cannot rebuild tab groups (a dock restored before its tab mates exist is
+split off on its own), so the whole saved state is restored again once every dock is there.
+"""
+
+from __future__ import annotations
+
+import base64
+
+from PySide6.QtCore import QByteArray, QEvent, QObject, Qt, QTimer
+from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QTabBar, QWidget
+
+# How long after the restore a dock's panel may still be loading and need more room than the
+# user left it (see DockLayout.eventFilter).
+SETTLE_SECONDS = 5.0
+USER_INPUT = (QEvent.Type.MouseButtonPress, QEvent.Type.KeyPress, QEvent.Type.Wheel)
+
+
+class DockLayout(QObject):
+    """The saved dock layout of ``window``: restored at once for the docks that exist, and in
+    full by ``restore_all`` when the late docks are in."""
+
+    def __init__(self, window: QMainWindow):
+        super().__init__(window)
+        self._window = window
+        self._saved: QByteArray | None = None
+        self._saved_fronts: list[str] = []
+        self.restored = False
+        """Whether ``restore_all`` has run: a dock added after it is restored on its own."""
+        self._new_docks: list[tuple[QDockWidget, int | None]] = []
+        self._minimums: list = []
+        self._settling = False
+
+    # --- saving -----------------------------------------------------------------------------
+
+    def state_b64(self) -> str:
+        """``QMainWindow.saveState()`` as base64 text."""
+        return base64.b64encode(bytes(self._window.saveState().data())).decode("ascii")
+
+    def front_docks(self) -> list[str]:
+        """The object names of the docks whose tabs are in front in their tab groups."""
+        window = self._window
+        tabbed = [dock for dock in window.findChildren(QDockWidget) if window.tabifiedDockWidgets(dock)]
+        front: list[str] = []
+        for bar in window.findChildren(QTabBar, options=Qt.FindChildOption.FindDirectChildrenOnly):
+            if bar.isVisibleTo(window) and bar.currentIndex() >= 0:
+                title = bar.tabText(bar.currentIndex())
+                front += [dock.objectName() for dock in tabbed
+                          if dock.windowTitle() == title and dock.objectName() not in front][:1]
+        return front
+
+    # --- restoring --------------------------------------------------------------------------
+
+    def load(self, state_b64: str | None, front_docks: list[str]) -> None:
+        """Take the saved layout and restore it for the docks there are now."""
+        self._saved_fronts = list(front_docks)
+        if not state_b64:
+            return
+        try:
+            self._saved = QByteArray(base64.b64decode(state_b64))
+        except ValueError:
+            return  # a damaged file: the default layout
+        self._window.restoreState(self._saved)
+
+    def restore_all(self) -> None:
+        """Restore the whole saved layout, now that every dock exists. A dock the saved layout
+        does not know keeps the place its capability gave it."""
+        self.restored = True
+        if self._saved is None:
+            return
+        self._window.layout().activate()  # the places and sizes the capabilities gave their docks
+        known = bytes(self._saved.data())
+        self._new_docks = [(dock, self._height_for_new(dock)) for dock in self._window.findChildren(QDockWidget)
+                           if dock.objectName().encode("utf-16-be") not in known]
+        self._settling = True
+        self._window.installEventFilter(self)
+        QApplication.instance().installEventFilter(self)
+        QTimer.singleShot(int(SETTLE_SECONDS * 1000), self, self._stop_settling)
+        self._apply()
+
+    def _apply(self) -> None:
+        window = self._window
+        window.restoreState(self._saved)
+        for dock, height in self._new_docks:
+            # Qt puts a dock the saved layout does not know at the end of its area with the
+            # least room it can have.
+            if height is not None and not dock.isHidden():
+                window.resizeDocks([dock], [height], Qt.Orientation.Vertical)
+        self._minimums = self._dock_minimums()
+        # Restoring hides and shows each dock, and a dock may bring itself forward on that
+        # after a zero timer (Source Control does): the saved front tabs are raised after it.
+        QTimer.singleShot(0, self, self._raise_fronts)
+
+    def _raise_fronts(self) -> None:
+        for name in self._saved_fronts:
+            dock = self._window.findChild(QDockWidget, name)
+            if dock is not None:
+                dock.raise_()
+
+    def _height_for_new(self, dock: QDockWidget) -> int | None:
+        """The height a dock the saved layout does not know keeps in a side area (the left or
+        right one, where docks are stacked): what its capability gave it, and at least a third
+        of the area, as it has on a first open. None for a dock in the top or bottom area."""
+        if self._window.dockWidgetArea(dock) not in (Qt.DockWidgetArea.LeftDockWidgetArea,
+                                                     Qt.DockWidgetArea.RightDockWidgetArea):
+            return None
+        return max(dock.height(), self._window.centralWidget().height() // 3)
+
+    def _dock_minimums(self) -> list:
+        return [(dock.objectName(), dock.minimumSize().toTuple(), dock.minimumSizeHint().toTuple())
+                for dock in self._window.findChildren(QDockWidget)]
+
+    def _stop_settling(self) -> None:
+        if not self._settling:
+            return
+        self._settling = False
+        self._window.removeEventFilter(self)
+        QApplication.instance().removeEventFilter(self)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        """While the docks settle: a dock whose minimum size changed gets the saved layout
+        applied again, until the user does anything in the window.
+
+        A panel may need more room while it loads than once it has (Source Control does until
+        Git answers), and Qt then gives its dock more than the user left it."""
+        kind = event.type()
+        if kind in USER_INPUT:
+            if isinstance(watched, QWidget) and watched.window() is self._window:
+                self._stop_settling()
+        elif kind == QEvent.Type.LayoutRequest and watched is self._window:
+            if self._dock_minimums() != self._minimums:
+                self._apply()
+        return False
