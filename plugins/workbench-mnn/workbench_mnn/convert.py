@@ -1,5 +1,6 @@
 """The "Convert to MNN" tool: an ONNX model converted by MNN's own converter (MNNConvert, called
-in this process through its compiled module), then run with MNN's runtime and onnxruntime on the
+through its compiled module in the MNN worker, a process of its own: the converter aborts the
+process on some models), then run with MNN's runtime (in the same worker) and onnxruntime on the
 same inputs to show how far the two disagree, how much smaller the file is and how fast each
 runs.
 
@@ -15,7 +16,8 @@ from workbench.modeltools.data import SPLITS
 from workbench.modeltools.errors import ModelToolError
 from workbench.modeltools.params import Param, ToolSpec
 
-STAGES = ("Convert", "Verify", "Time")
+STAGES = ("Load data", "Convert", "Verify", "Time")
+OUTPUT_SUFFIX = ".mnn"
 
 SPEC = ToolSpec(
     name="mnn",
@@ -60,7 +62,7 @@ UNSUPPORTED = re.compile(r"These Op Not Support:(.*)")
 
 
 def default_output(model: Path) -> Path:
-    return model.with_suffix(".mnn")
+    return model.with_suffix(OUTPUT_SUFFIX)
 
 
 def converter_arguments(source: Path, target: Path, values: dict) -> list[str]:
@@ -91,22 +93,45 @@ def run(values: dict, context):
     from workbench.modeltools.outputs import atomic_output, check_output
     from workbench.modeltools.report import ToolReport
 
+    from workbench_mnn.native import mnn_version
+    from workbench_mnn.quantized import is_quantized, refuse_what_mnn_breaks
+    from workbench_mnn.runtime import note_tried_in_worker
     from workbench_mnn.verify import Verification
+    from workbench_mnn.worker_client import MnnWorker
 
     source = Path(values["model"]).expanduser().resolve()
     if not source.is_file():
         raise ModelToolError(f"{source} does not exist")
+    given = values.get("output")
+    if given and Path(given).suffix.lower() != OUTPUT_SUFFIX:
+        raise ModelToolError(
+            f"{given}: MNN models are written as {OUTPUT_SUFFIX} files (Compare and the other "
+            f"tools choose a model's runtime by its suffix); name it {Path(given).stem}"
+            f"{OUTPUT_SUFFIX}")
+    context.stage("Load data")
     graph = read_onnx(source)
-    target = check_output(values.get("output") or default_output(source), [source])
+    target = check_output(given or default_output(source), [source])
     converter_arguments(source, target, values)  # options that do not go together stop here
-    context.stage("Convert")
+    refuse_what_mnn_breaks(graph, source, mnn_version())
+    context.progress(0.2)
     verification = Verification(source, values, context)
     verification.prepare()
+    context.progress(1.0)
     report = ToolReport("mnn", f"{source.name} converted to MNN")
-    with atomic_output(target) as temporary:
-        convert(source, temporary, converter_arguments(source, temporary, values), graph, context)
-        context.check_cancelled()
-        verification.check(temporary, target.name, report)
+    context.stage("Convert")
+    with MnnWorker(context.log, context.check_cancelled) as worker, \
+            atomic_output(target) as temporary:
+        convert(worker, source, temporary, converter_arguments(source, temporary, values),
+                graph, context)
+        verification.check(worker, temporary, target.name, report)
+    if verification.ran_the_model:
+        note_tried_in_worker(target)
+    if is_quantized(graph) and report.figures.get("size_ratio", 0) > 1:
+        report.warnings.append(
+            f"{source.name} is quantized and MNN stored its weights as float, so the MNN file "
+            f"is {report.figures['size_ratio']:.2g}× the size of the ONNX one; for a small MNN "
+            "file convert the "
+            "fp32 model with --weight-quant-bits 8 or --fp16")
     report.outputs = [str(target)]
     return report
 
@@ -128,29 +153,45 @@ def read_onnx(source: Path):
     return model
 
 
-def convert(source: Path, target: Path, argv: list[str], graph, context) -> None:
-    """Run MNNConvert with ``argv`` in this process, its output logged; ModelToolError naming
-    the operators MNN lacks, or what else it printed, when no model was written."""
-    from workbench_mnn.native import console_caught, load_converter, mnn_version
+def convert(worker, source: Path, target: Path, argv: list[str], graph, context) -> None:
+    """Run MNNConvert with ``argv`` in ``worker`` (an ``MnnWorker``), its output logged;
+    ModelToolError naming the operators MNN lacks, or what else it printed, when no model was
+    written, and quoting MNN's last words when the converter crashed."""
+    from workbench_mnn.native import mnn_version
+    from workbench_mnn.quantized import ADVICE, is_quantized, is_quantized_operator
+    from workbench_mnn.worker_client import WorkerCrashed
 
-    converter = load_converter()
     context.log("MNNConvert " + " ".join(argv[1:]))
-    with console_caught() as console:
-        converter.mnnconvert(argv)
-    for line in console.lines:
-        context.log(line)
+    try:
+        lines = worker.convert(argv, f"converting {source.name}")
+    except WorkerCrashed as crash:
+        advice = (ADVICE if is_quantized(graph) else
+                  "check that the model is a complete float ONNX model (export it again), "
+                  "report the crash to MNN with that output, or run the model with onnxruntime")
+        raise ModelToolError(
+            f"{source}: MNN {mnn_version()}'s converter crashed ({crash.how}): {crash.said}. "
+            f"Its full output is in {crash.log_file}. {advice[:1].upper()}{advice[1:]}") from None
+    context.progress(1.0)
+    context.check_cancelled()
     written = target.is_file() and target.stat().st_size > 0
-    if written and not any("Converted Failed" in line for line in console.lines):
+    if written and not any("Converted Failed" in line for line in lines):
         return
-    operators = unsupported_operators(console.lines)
+    operators = unsupported_operators(lines)
     if operators:
+        quantized = [op for op in operators if is_quantized_operator(op)]
+        if quantized:
+            kind = "is a quantized operator" if len(quantized) == 1 else "are quantized operators"
+            advice = f"{' and '.join(quantized)} {kind}. {ADVICE}"
+        else:
+            advice = (f"change the model so it does without "
+                      f"{'it' if len(operators) == 1 else 'them'}, or run this model with "
+                      "onnxruntime")
         raise ModelToolError(
             f"{source}: MNN {mnn_version()} cannot convert "
-            f"{describe_operators(operators, graph)}; change the model so it does without "
-            f"{'it' if len(operators) == 1 else 'them'}, or run this model with onnxruntime")
-    problems = [line.strip() for line in console.lines
+            f"{describe_operators(operators, graph)}; {advice}")
+    problems = [line.strip() for line in lines
                 if "ERROR" in line or "rror" in line or "ailed" in line or "nvalid" in line]
-    said = "; ".join(problems[:3]) or (console.lines[-1] if console.lines else "no message")
+    said = "; ".join(problems[:3]) or (lines[-1] if lines else "no message")
     raise ModelToolError(
         f"{source}: MNN {mnn_version()} could not convert it ({said[:400]}); check that it is a "
         "complete ONNX model (export it again) and see the log")
@@ -162,7 +203,8 @@ def unsupported_operators(lines: list[str]) -> list[str]:
     for line in lines:
         match = UNSUPPORTED.search(line)
         if match:
-            for token in match.group(1).split():
+            # "ONNX::QGemm | ONNX::QLinearConv": operators between separators
+            for token in match.group(1).replace("|", " ").split():
                 name = token.split("::")[-1]
                 if name and name not in found:
                     found.append(name)

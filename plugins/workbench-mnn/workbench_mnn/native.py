@@ -13,7 +13,9 @@ reach only MNN's compiled engine.
 Why catch output: MNN's C++ code prints to the process's file descriptors 1 and 2 (a banner when
 it loads, the converter's progress, shape errors). A tool job speaks JSON lines on stdout, so
 every call into MNN here runs with both descriptors pointed at a temporary file, and the text
-comes back to the caller to log.
+comes back to the caller to log. In the MNN worker process (``worker.py``) both descriptors
+already go to the worker's log file, which outlives a crash; there ``console_caught`` reads the
+block's text back from that file instead (see ``console_log``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,11 @@ from workbench.modeltools.errors import ModelToolError
 
 MNN_DISTRIBUTION = "MNN"
 CONVERTER_MODULE = "_tools"
+
+# The file descriptors 1 and 2 of this process write to, when the MNN worker set it: what MNN
+# prints then stays in that file (a crash cannot take it away) and ``console_caught`` reads the
+# block's part back from it. None in every other process.
+console_log: Path | None = None
 
 
 @dataclass
@@ -65,6 +72,10 @@ def console_caught() -> Iterator[Console]:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
+    if console_log is not None:
+        with _read_back(console_log, console):
+            yield console
+        return
     try:
         saved = (os.dup(1), os.dup(2))
     except OSError:
@@ -86,6 +97,25 @@ def console_caught() -> Iterator[Console]:
             os.close(saved[1])
             sink.seek(0)
             console.text = sink.read().decode("utf-8", errors="replace")
+
+
+@contextlib.contextmanager
+def _read_back(log: Path, console: Console) -> Iterator[None]:
+    """The block's output, read back from the log file descriptors 1 and 2 already write to."""
+    try:
+        start = log.stat().st_size
+    except OSError:
+        start = 0
+    try:
+        yield
+    finally:
+        _flush_c_streams()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        with contextlib.suppress(OSError), open(log, "rb") as written:
+            written.seek(start)
+            console.text = written.read().decode("utf-8", errors="replace")
 
 
 def _mnn_missing() -> ModelToolError:

@@ -5,6 +5,10 @@ MNN crashes the whole process (a segmentation fault, not an exception) when a mo
 batch its graph cannot take, so the batch a model accepts is found first, on a throw-away MNN
 session that only resizes (it never runs), and every call is checked against it before MNN
 sees the input.
+
+Some files crash MNN whatever the input (a damaged file; a quantized model MNN's converter got
+wrong): the first time a process opens a file, it is loaded and run once in the MNN worker, a
+process of its own (``worker.py``), so that such a crash becomes an error naming the file.
 """
 
 from __future__ import annotations
@@ -21,14 +25,62 @@ from workbench_mnn.native import console_caught, load_runtime
 
 log = logging.getLogger(__name__)
 
+# The files (path, size, modification time) this process saw load and run in the worker.
+_tried_in_worker: set[tuple[str, int, int]] = set()
+
 
 def open_mnn_model(path: Path, threads: int = 1) -> ModelSession:
     """``path`` loaded with MNN's CPU runtime at full (fp32) precision on ``threads`` threads.
 
     ``input_shape`` is the first input's stored shape, with None for a batch the model does not
     fix; ``fixed_batch`` is the batch size when the graph takes no other. ModelToolError when
-    the file is not an MNN model.
+    the file is not an MNN model, or when MNN crashes loading or running it (tried first in the
+    MNN worker).
     """
+    path = Path(path)
+    if not path.is_file():
+        raise ModelToolError(f"{path} does not exist")
+    try_in_worker(path, threads)
+    return load_mnn_model(path, threads)
+
+
+def try_in_worker(path: Path, threads: int = 1) -> None:
+    """Load ``path`` and run it once on zeros in the MNN worker (once per file and process);
+    ModelToolError saying so when MNN crashes on it, or the error loading it gives."""
+    from workbench_mnn.worker_client import MnnWorker, WorkerCrashed
+
+    if _tried_key(path) in _tried_in_worker:
+        return
+    try:
+        with MnnWorker(on_log=lambda line: log.debug("MNN: %s", line)) as worker:
+            opened = worker.open(path, threads, "loading it")
+            shape = opened.input_shape
+            if len(opened.input_names) == 1 and shape and all(d for d in shape[1:]):
+                x = np.zeros((opened.fixed_batch or 1, *shape[1:]), np.float32)
+                worker.run(x, len(x), "running it once on zeros")
+    except WorkerCrashed as crash:
+        raise ModelToolError(
+            f"{path}: MNN {_version()} crashed ({crash.how}) {crash.doing}: {crash.said}; "
+            "the file is damaged or holds something this MNN mishandles (a quantized model, "
+            "for example): convert the float ONNX model to MNN again. MNN's output is in "
+            f"{crash.log_file}") from None
+    note_tried_in_worker(path)
+
+
+def note_tried_in_worker(path: Path) -> None:
+    """Note that ``path``, as it is now, has loaded and run in an MNN worker (the conversion's
+    check ran it), so that opening it in this process needs no second try."""
+    _tried_in_worker.add(_tried_key(Path(path)))
+
+
+def _tried_key(path: Path) -> tuple[str, int, int]:
+    stat = path.stat()
+    return str(path.resolve()), stat.st_size, stat.st_mtime_ns
+
+
+def load_mnn_model(path: Path, threads: int = 1) -> ModelSession:
+    """``path`` loaded in this process (see ``open_mnn_model``, which tries it in the worker
+    first)."""
     path = Path(path)
     if not path.is_file():
         raise ModelToolError(f"{path} does not exist")

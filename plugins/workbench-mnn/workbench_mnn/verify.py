@@ -1,6 +1,7 @@
 """The check after a conversion: the MNN model and the ONNX model run on the same inputs (the
 ``data`` file, else the project's dataset, else seeded random inputs), their outputs compared,
-and each timed at batch 1."""
+and each timed at batch 1. The MNN model runs in the MNN worker that converted it (a process of
+its own, see ``worker.py``), so a model that crashes MNN ends the worker, not the job."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ LATENCY_BUDGET_S = 1.5
 
 class Verification:
     """``prepare()`` before the conversion (so bad data stops the tool before any work),
-    ``check(mnn_path, report)`` after it."""
+    ``check(worker, mnn_path, shown_name, report)`` after it."""
 
     def __init__(self, source: Path, values: dict, context):
         self.source = source
@@ -34,12 +35,15 @@ class Verification:
         self.y: np.ndarray | None = None
         self.data_source = ""
         self.warnings: list[str] = []
+        # Whether ``check`` ran the MNN model (not only loaded it).
+        self.ran_the_model = False
 
     @property
     def wanted(self) -> int:
         return int(self.values.get("verify_samples") or 0)
 
     def prepare(self) -> None:
+        """Load the ONNX model and the inputs (the tool's "Load data" stage)."""
         if self.wanted <= 0:
             self.warnings.append("The conversion was not checked (verify_samples is 0).")
             return
@@ -47,6 +51,7 @@ class Verification:
 
         try:
             self.reference = open_onnx(self.source, self.values.get("threads") or 1)
+            self.context.progress(0.4)
         except ModelToolError as exc:
             self.warnings.append(f"The conversion was not checked: {exc}")
             return
@@ -104,38 +109,56 @@ class Verification:
             return None
         return data
 
-    def check(self, mnn_path: Path, shown_name: str, report: ToolReport) -> None:
-        """Run the MNN model at ``mnn_path`` (to be called ``shown_name``) and the ONNX model,
-        and fill ``report``: figures, tables, a latency plot, warnings."""
-        from workbench_mnn.runtime import open_mnn_model
+    def check(self, worker, mnn_path: Path, shown_name: str, report: ToolReport) -> None:
+        """Run the MNN model at ``mnn_path`` (to be called ``shown_name``) in ``worker`` (an
+        ``MnnWorker``) and the ONNX model here, and fill ``report``: figures, tables, a latency
+        plot, warnings."""
+        from workbench_mnn.worker_client import WorkerCrashed
 
         context = self.context
         context.stage("Verify")
         threads = self.values.get("threads") or 1
+        try:
+            self._check(worker, mnn_path, shown_name, threads, report)
+        except WorkerCrashed as crash:
+            raise ModelToolError(
+                f"{self.source}: the converted model crashed MNN {_version()} ({crash.how}) "
+                f"while {crash.doing}: {crash.said}; the conversion is wrong, so nothing was "
+                f"written. Report it to MNN with MNN's output, which is in {crash.log_file}, "
+                "or run the ONNX model with onnxruntime") from None
+
+    def _check(self, worker, mnn_path: Path, shown_name: str, threads: int,
+               report: ToolReport) -> None:
+        context = self.context
         # Loading the converted file is part of the check even when nothing is compared.
-        mnn = open_mnn_model(mnn_path, threads)
+        mnn = worker.open(mnn_path, threads, f"loading {shown_name}")
         report.warnings += self.warnings
-        report.figures["onnx_size_kb"] = _size(self.source) / 1024
-        report.figures["mnn_size_kb"] = _size(mnn_path) / 1024
-        report.figures["size_ratio"] = _size(mnn_path) / max(1, _size(self.source))
+        figures = report.figures
+        figures["size_bytes_onnx"] = _size(self.source)
+        figures["size_bytes_mnn"] = _size(mnn_path)
+        figures["size_ratio"] = round(
+            figures["size_bytes_mnn"] / max(1, figures["size_bytes_onnx"]), 4)
         if self.reference is None:
+            context.progress(1.0)
             return
         fixed = mnn.fixed_batch or self.reference.fixed_batch
         step = fixed or 32
         x, y = _whole_batches(self.x, self.y, fixed) if fixed else (self.x, self.y)
-        ours, theirs = [], []
+        # Progress: the MNN model's runs fill the first half of the stage, onnxruntime's the rest.
+        mnn_outputs = worker.run(x, step, f"running {shown_name} on the check's inputs",
+                                 lambda fraction: context.progress(fraction / 2))
+        self.ran_the_model = True
+        theirs = []
         for start in range(0, len(x), step):
             chunk = x[start:start + step]
-            ours.append(mnn.run(chunk))
             theirs.append(self.reference.run(chunk))
-            context.progress((start + len(chunk)) / len(x))
-        mnn_outputs = [np.concatenate(parts) for parts in zip(*ours)]
+            context.progress(0.5 + (start + len(chunk)) / len(x) / 2)
         onnx_outputs = [np.concatenate(parts) for parts in zip(*theirs)]
         pairs = _pair_outputs(mnn.output_names, mnn_outputs, self.reference.output_names,
                               onnx_outputs, report)
         self._report_outputs(pairs, y, len(x), report)
         context.stage("Time")
-        self._report_latency(mnn, x, shown_name, report)
+        self._report_latency(worker, mnn, x, shown_name, report)
         headline = ("max_abs_diff", "agreement", "accuracy", "accuracy_drop", "size_ratio")
         report.figures = {**{k: report.figures[k] for k in headline if k in report.figures},
                           **report.figures}
@@ -162,7 +185,7 @@ class Verification:
         figures["verify_samples"] = count
         report.tables.append(ReportTable(
             f"Outputs: MNN against onnxruntime on {count} samples ({self.data_source})",
-            ["output", "max_abs_diff", "cosine_distance"], rows))
+            ["output", "max abs diff", "cosine distance"], rows))
         compressed = self.values.get("fp16") or self.values.get("weight_quant_bits")
         if not compressed and worst > FP32_TOLERANCE * scale:
             report.warnings.append(
@@ -173,31 +196,35 @@ class Verification:
                 f"With compressed weights the top-1 answer agrees with the ONNX model on only "
                 f"{figures['agreement']:.1f} % of the samples; try more bits")
 
-    def _report_latency(self, mnn, x: np.ndarray, shown_name: str, report: ToolReport) -> None:
+    def _report_latency(self, worker, mnn, x: np.ndarray, shown_name: str,
+                        report: ToolReport) -> None:
         context = self.context
         one = x[:mnn.fixed_batch or self.reference.fixed_batch or 1]
-        timings = {}
-        for label, session in (("onnxruntime", self.reference), ("MNN", mnn)):
-            start = time.perf_counter()
-            session.run(one)
-            once = max(time.perf_counter() - start, 1e-5)
-            repeats = int(max(5, min(100, LATENCY_BUDGET_S / once)))
-            timings[label] = measure.latency(lambda s=session: s.run(one), repeats=repeats,
-                                             warmup=2, check_cancelled=context.check_cancelled)
+        session = self.reference
+        start = time.perf_counter()
+        session.run(one)
+        once = max(time.perf_counter() - start, 1e-5)
+        repeats = int(max(5, min(100, LATENCY_BUDGET_S / once)))
+        onnx = measure.latency(lambda: session.run(one), repeats=repeats, warmup=2,
+                               check_cancelled=context.check_cancelled)
+        context.progress(0.5)
+        # MNN is timed inside the worker, so the figure holds no inter-process traffic.
+        ours = worker.latency(one, LATENCY_BUDGET_S, f"timing {shown_name}",
+                              lambda fraction: context.progress(0.5 + fraction / 2))
+        context.progress(1.0)
         figures = report.figures
-        figures["latency_p50_onnxruntime_ms"] = timings["onnxruntime"]["p50"]
-        figures["latency_p50_mnn_ms"] = timings["MNN"]["p50"]
-        figures["latency_ratio"] = timings["MNN"]["p50"] / max(timings["onnxruntime"]["p50"], 1e-9)
+        figures["latency_p50_ms_onnx"] = round(onnx["p50"], 4)
+        figures["latency_p50_ms_mnn"] = round(ours["p50"], 4)
+        figures["latency_ratio"] = round(ours["p50"] / max(onnx["p50"], 1e-9), 4)
         report.tables.insert(0, ReportTable(
             f"Models (latency at batch {len(one)})",
-            ["model", "runtime", "size_kb", "p50_ms", "p90_ms"],
-            [[self.source.name, "onnxruntime", report.figures["onnx_size_kb"],
-              timings["onnxruntime"]["p50"], timings["onnxruntime"]["p90"]],
-             [shown_name, "MNN", report.figures["mnn_size_kb"], timings["MNN"]["p50"],
-              timings["MNN"]["p90"]]]))
-        report.plots.append(ReportPlot("Latency at batch 1", ["onnxruntime", "MNN"],
-                                       [{"name": "p50 (ms)", "values": [
-                                           timings["onnxruntime"]["p50"], timings["MNN"]["p50"]]}],
+            ["model", "runtime", "size (bytes)", "p50 (ms)", "p90 (ms)"],
+            [[self.source.name, "onnxruntime", figures["size_bytes_onnx"],
+              round(onnx["p50"], 4), round(onnx["p90"], 4)],
+             [shown_name, "MNN", figures["size_bytes_mnn"], round(ours["p50"], 4),
+              round(ours["p90"], 4)]]))
+        report.plots.append(ReportPlot(f"Latency at batch {len(one)}", ["onnxruntime", "MNN"],
+                                       [{"name": "p50 (ms)", "values": [onnx["p50"], ours["p50"]]}],
                                        kind="bar", y_label="ms"))
 
 
@@ -230,3 +257,9 @@ def _pair_outputs(mnn_names, mnn_outputs, onnx_names, onnx_outputs, report):
                                f"{len(onnx_outputs)}; the first {shared} are compared in order")
     return [(name, ours, theirs) for name, ours, theirs
             in zip(onnx_names, mnn_outputs, onnx_outputs)]
+
+
+def _version() -> str:
+    from workbench_mnn.native import mnn_version
+
+    return mnn_version()
