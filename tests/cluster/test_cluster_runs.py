@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -328,11 +329,18 @@ def test_stop_on_slurm_checkpoints_and_terminate_cancels(project, slurm, slurm_o
     job = slurm_over_ssh.cluster.job(first.job_id)
     assert (job["JobState"], job["ExitCode"]) == ("COMPLETED", "0:0")
     assert "torch.distributed.run" not in (Path(first.run_dir) / "job.sh").read_text()
-    assert "Traceback" not in (Path(first.run_dir) / "stderr.log").read_text()
+    errors = (Path(first.run_dir) / "stderr.log").read_text()
+    assert "Traceback" not in errors
+    # Slurm's note that it ended the step is the stop asked for, not an error of the run.
+    assert "CANCELLED" not in errors and "error" not in errors, errors
+    assert f"workbench: job step {first.job_id}.0 stopped on request" in errors
+    # The job's own times, as Slurm recorded them (this machine is the cluster: the same time zone).
+    assert stopped.started_at == datetime.fromisoformat(job["StartTime"]).timestamp()
+    assert stopped.ended_at == datetime.fromisoformat(job["EndTime"]).timestamp()
 
     wait_until(lambda: service.get(second.id).state == "running", 60, what="the second job to run")
     cancelled = service.terminate(second.id)
-    assert (cancelled.state, cancelled.scheduler_state) == ("cancelled", "CANCELLED")
+    assert (cancelled.state, cancelled.scheduler_state, cancelled.exit_code) == ("cancelled", "CANCELLED", None)
 
 
 def test_a_stop_on_slurm_reaches_the_workers_of_torchrun_and_the_job_completes(project, slurm, slurm_over_ssh):

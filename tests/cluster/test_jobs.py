@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from tests.cluster.this_machine import LocalSftp, ThisMachine, program_of
 from workbench.cluster.errors import ClusterError
 from workbench.cluster.jobs import JobSpec, JobState, Resources
 from workbench.cluster.mirror import LogMirror, pull_products, start_mirror_at
@@ -140,7 +141,8 @@ def test_the_ssh_script_records_its_group_and_status_and_uses_torchrun_only_for_
     assert "--standalone --nproc_per_node=2" in SshBackend().script(spec(processes_per_node=2))
     lines = single.splitlines()
     assert lines.index("trap '' TERM") > next(i for i, line in enumerate(lines) if line.endswith("< /dev/null &"))
-    assert lines[-1] == 'exit "$status"' and lines[-2].startswith('echo "$status" > /w/runs/r1/exit_code.part')
+    assert lines[-1] == 'exit "$status"'
+    assert lines[-2].startswith('echo "$status $(date +%s)" > /w/runs/r1/exit_code.part')
 
 
 # ---------------------------------------------------------------------------------------------
@@ -157,7 +159,7 @@ class Answers:
     def run(self, command, timeout=None, check=True):
         self.commands.append(command)
         for program, (code, stdout) in self.answers.items():
-            if command.startswith(program):
+            if program_of(command).startswith(program):
                 return SimpleNamespace(code=code, stdout=stdout, stderr="")
         return SimpleNamespace(code=1, stdout="", stderr="")
 
@@ -168,9 +170,9 @@ def squeue(line: str = "", record: str = "") -> tuple[int, str]:
 
 def test_slurm_states_come_from_squeue_then_scontrol():
     slurm = SlurmBackend()
-    assert slurm.state(Answers(squeue=squeue("PENDING|Resources\n")), "7") == \
+    assert slurm.state(Answers(squeue=squeue("PENDING|N/A|Resources\n")), "7") == \
         JobState("pending", "Resources", None, 0, "PENDING")
-    assert slurm.state(Answers(squeue=squeue("RUNNING|None\n")), "7").state == "running"
+    assert slurm.state(Answers(squeue=squeue("RUNNING|1796041521|None\n")), "7").state == "running"
     record = "JobId=7 JobName=x JobState=FAILED Reason=NonZeroExitCode Dependency=(null) ExitCode=3:0 Command=/a b\n"
     failed = slurm.state(Answers(squeue=squeue(record=record)), "7")
     assert (failed.state, failed.exit_code, failed.reason) == ("failed", 3, "NonZeroExitCode")
@@ -182,6 +184,45 @@ def test_slurm_states_come_from_squeue_then_scontrol():
     assert parse_scontrol("JobId=7 Command=/x y z WorkDir=/w")["Command"] == "/x y z"
 
 
+def test_slurm_says_when_the_job_started_and_ended_in_seconds_whatever_its_time_zone():
+    slurm = SlurmBackend()
+    conn = Answers(squeue=squeue("RUNNING|1796041521|None\n"))
+    assert slurm.state(conn, "7").started_at == 1796041521
+    assert conn.commands[0].startswith("export SLURM_TIME_FORMAT=%s; squeue -h -j 7 -o '%T|%S|%r'")
+    record = ("JobId=7 JobState=COMPLETED Reason=None ExitCode=0:0 StartTime=1796041521 EndTime=1796041554 "
+              "WorkDir=/w\n")
+    done = slurm.state(Answers(squeue=squeue(record=record)), "7")
+    assert (done.state, done.started_at, done.ended_at) == ("completed", 1796041521, 1796041554)
+    # Pending, a start is only Slurm's guess: none is taken.
+    guess = slurm.state(Answers(squeue=squeue("PENDING|1796049999|Priority\n")), "7")
+    assert guess.started_at is None and guess.ended_at is None
+
+
+def test_a_job_the_controller_forgot_has_its_times_from_accounting_or_else_from_its_own_files(tmp_path):
+    invalid = "slurm_load_jobs error: Invalid job id specified\n"
+    accounted = Forgotten(invalid, sacct=(0, "TIMEOUT|0:15|1796041521|1796041554\n"))
+    timed_out = SlurmBackend().state(accounted, "7", str(tmp_path))
+    assert (timed_out.state, timed_out.signal, timed_out.started_at, timed_out.ended_at) == \
+        ("failed", 15, 1796041521, 1796041554)
+    assert timed_out.reason == "the job ran past its time limit"
+    assert any(program_of(command).startswith("sacct -n -X -P -j 7") for command in accounted.commands)
+
+    files = Forgotten(invalid, cat=(0, "0 1796041554\n\n--started\n7 1796041521\n"))  # no accounting
+    done = SlurmBackend().state(files, "7", str(tmp_path))
+    assert (done.state, done.exit_code, done.started_at, done.ended_at) == ("completed", 0, 1796041521, 1796041554)
+    other_job = Forgotten(invalid, cat=(0, "0 1796041554\n\n--started\n6 1796041000\n"))
+    assert SlurmBackend().state(other_job, "7", str(tmp_path)).started_at is None
+
+
+def test_the_scripts_record_when_the_job_began_and_ended():
+    slurm = SlurmBackend().script(spec())
+    assert 'echo "$SLURM_JOB_ID $(date +%s)" > /w/runs/r1/job_started' in slurm
+    assert 'echo "$status $(date +%s)" > /w/runs/r1/exit_code.part' in slurm
+    ssh = SshBackend().script(spec())
+    assert 'echo "$$ ${pgid:-$$} $(date +%s)" > /w/runs/r1/pid.part' in ssh
+    assert 'echo "$status $(date +%s)" > /w/runs/r1/exit_code.part' in ssh
+
+
 class Forgotten(Answers):
     """Slurm answers "Invalid job id" (the job is long gone), or not at all."""
 
@@ -191,7 +232,7 @@ class Forgotten(Answers):
 
     def run(self, command, timeout=None, check=True):
         result = super().run(command, timeout, check)
-        if command.startswith("squeue"):
+        if program_of(command).startswith("squeue"):
             result = SimpleNamespace(code=0, stdout="--squeue 1\n--scontrol 1\n", stderr=self.stderr)
         return result
 
@@ -219,39 +260,6 @@ def test_stop_signals_the_steps_not_srun_and_leaves_a_marker_for_a_job_still_set
 
 # ---------------------------------------------------------------------------------------------
 # a plain SSH host that is this machine
-
-
-class ThisMachine:
-    """The connection interface, on this machine: bash for commands, the file system for SFTP."""
-
-    def run(self, command, timeout=None, check=True):
-        done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=timeout or 60)
-        if check and done.returncode:
-            raise ClusterError(done.stderr)
-        return SimpleNamespace(code=done.returncode, stdout=done.stdout, stderr=done.stderr)
-
-    def sftp(self):
-        return LocalSftp()
-
-
-class LocalSftp:
-    def stat(self, path):
-        return os.stat(path)
-
-    def open(self, path, mode="rb"):
-        handle = open(path, mode)
-        handle.stat = lambda: os.fstat(handle.fileno())
-        handle.prefetch = lambda size: None
-        return handle
-
-    def putfo(self, source, path):
-        Path(path).write_bytes(source.read())
-
-    def chmod(self, path, mode):
-        os.chmod(path, mode)
-
-    def get_channel(self):
-        raise AttributeError
 
 
 def wait_for_end(backend, conn, job_id, remote, timeout=20):
@@ -341,7 +349,7 @@ class SlurmOnThisMachine(ThisMachine):
         if command.startswith("scancel"):
             self.answers = self.after_scancel
             return SimpleNamespace(code=0, stdout="", stderr="")
-        if command.startswith("squeue"):
+        if program_of(command).startswith("squeue"):
             line, record = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
             return SimpleNamespace(code=0, stdout=f"{line}--squeue 0\n{record}--scontrol 0\n", stderr="")
         return super().run(command, timeout, check)
@@ -350,7 +358,7 @@ class SlurmOnThisMachine(ThisMachine):
         pass
 
 
-WOUND_UP = [("COMPLETING|None\n", ""), ("", "JobId=7 JobState=CANCELLED Reason=None ExitCode=0:15\n")]
+WOUND_UP = [("COMPLETING|1796041521|None\n", ""), ("", "JobId=7 JobState=CANCELLED Reason=None ExitCode=0:15\n")]
 FORGOTTEN = [("", "")]
 
 
@@ -382,7 +390,7 @@ def test_a_job_cancelled_while_pending_has_no_duration(tmp_path, request_file, a
                               remote_run_dir=str(remote)))
     start_mirror_at(folder)
     (folder.path / request_file).touch()
-    slurm = SlurmOnThisMachine([("CONFIGURING|None\n", "")], after_scancel)
+    slurm = SlurmOnThisMachine([("CONFIGURING|N/A|None\n", "")], after_scancel)
 
     assert Follower(folder, connect=lambda info, _folder: slurm).run() == 0
 
@@ -462,3 +470,44 @@ def test_pulling_fetches_only_new_or_changed_files_and_the_checkpoint_index_last
     second = pull_products(ThisMachine(), str(remote), folder)
     assert second.fetched == ["outputs/model.pt"] and second.unchanged == 4
     assert not list(folder.path.rglob("*.part"))
+
+
+def test_the_mirror_notes_the_order_the_two_logs_came_in(tmp_path):
+    """Stopped, resumed and stopped again: each note of the job comes where it came, not after
+    all of the output."""
+    from workbench.training.log_order import arrival_segments
+
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    folder = run_folder(tmp_path)
+    start_mirror_at(folder)
+    mirror = LogMirror(folder, str(remote))
+    arrivals = [("stdout.log", "step=1 loss=0.5\nstopped at step 1\n"), ("stderr.log", "first note\n"),
+                ("stdout.log", "workbench: resuming\nstep=2 loss=0.25\n"), ("stdout.log", "stopped at step 2\n"),
+                ("stderr.log", "second note\n")]
+    for name, text in arrivals:
+        with open(remote / name, "a") as out:
+            out.write(text)
+        mirror.poll(LocalSftp())
+    logs = {"stdout": folder.stdout_log.read_bytes(), "stderr": folder.stderr_log.read_bytes()}
+    pieces = [logs[stream][start:end].decode() for stream, start, end in arrival_segments(folder.path)]
+    assert pieces == ["step=1 loss=0.5\nstopped at step 1\n", "first note\n",
+                      "workbench: resuming\nstep=2 loss=0.25\nstopped at step 2\n", "second note\n"]
+    # From the middle on, as `workbench runs resume -f` shows only what the resume printed.
+    offsets = {"stdout": len("step=1 loss=0.5\nstopped at step 1\n"), "stderr": len("first note\n")}
+    assert [stream for stream, _, _ in arrival_segments(folder.path, offsets)] == ["stdout", "stderr"]
+
+
+def test_a_stop_note_is_rewritten_in_place_only_once_whole_and_only_for_a_requested_cancel():
+    from workbench.cluster.mirror import quiet_stop_notes
+
+    note = b"slurmstepd-vm: error: *** STEP 2.0 ON vm CANCELLED AT 2026-05-09T12:14:59 ***"
+    quiet = quiet_stop_notes(b"saved\n" + note + b"\n")
+    assert quiet == b"saved\n" + b"workbench: job step 2.0 stopped on request".ljust(len(note)) + b"\n"
+    job = b"slurmstepd: error: *** JOB 2 ON vm CANCELLED AT 2026-05-09T12:14:59 ***\n"
+    assert quiet_stop_notes(job).startswith(b"workbench: job 2 stopped on request ")
+    # Cut in two by the copy: the piece waits for the rest.
+    assert quiet_stop_notes(b"saved\n" + note[:12], hold_partial=True) == b"saved\n"
+    assert quiet_stop_notes(b"loss going down", hold_partial=True) == b"loss going down"
+    for kept in (note.replace(b" ***", b" DUE TO TIME LIMIT ***") + b"\n", b"srun: error: vm: task 0: Killed\n"):
+        assert quiet_stop_notes(kept) == kept

@@ -26,6 +26,19 @@ def test_a_waiting_slurm_job_shows_the_schedulers_reason():
     assert scheduler_text(run(backend="slurm", state="starting")) == "starting"  # not submitted yet
 
 
+def test_a_stop_asked_for_reads_as_such_not_as_a_job_that_merely_completed():
+    stopped = run(backend="slurm", cluster="hpc", state="stopped", scheduler_state="COMPLETED", exit_code=0)
+    assert scheduler_text(stopped) == "completed (stopped on request)"
+    assert dict(cluster_rows(stopped))["State there"] == "completed (stopped on request)"
+    assert scheduler_text(run(backend="ssh", state="stopped", scheduler_state="EXITED", exit_code=0)) == \
+        "exited (stopped on request)"
+    assert scheduler_text(run(backend="ssh", state="terminated", scheduler_state="GONE",
+                              scheduler_reason="the job's processes ended without recording a status (killed, or "
+                                               "the host restarted)")) == "gone (killed on request)"
+    assert scheduler_text(run(backend="slurm", state="completed", scheduler_state="COMPLETED", exit_code=0)) == \
+        "completed"
+
+
 def test_a_local_run_has_no_cluster_cells_and_no_cluster_section():
     local = run(state="running")
     assert scheduler_text(local) == job_text(local) == ""

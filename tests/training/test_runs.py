@@ -272,8 +272,9 @@ def test_a_run_json_from_before_resumes_were_recorded_still_loads():
     assert info.resumes == [] and info.active_seconds == 0.0 and info.duration == 30.0
 
 
-def test_a_completed_run_is_resumed_only_as_a_new_run_with_more_steps(service, project):
+def test_a_completed_run_is_resumed_only_as_a_new_run_with_more_steps(service, project, monkeypatch):
     _set(project, "stop_at_step=10\nstep_seconds=0.01\n")
+    monkeypatch.chdir(project)  # the command it suggests is typed in the project
     done = service.wait(service.start().id, timeout=30)
     model = Path(done.run_dir) / "outputs" / "model.pt"
     model.write_text("trained weights")
@@ -387,3 +388,16 @@ def test_a_run_being_resumed_long_after_its_creation_is_not_taken_for_lost(servi
                 pid=None, pgid=None, resumes=[{"step": 5, "time": time.time()}])
     (folder / "run.json").write_text(json.dumps(data))
     assert service.get(failed.id).state == "starting"
+
+
+def test_a_run_that_stopped_cleanly_before_the_terminate_reached_it_is_stopped_not_terminated(service, project):
+    """Ctrl+C, then Ctrl+C again while the trainer was already saving and exiting with 0: the
+    terminate came too late to change anything (simulated: asked for, with no kill sent)."""
+    _set(project, "stop_at_step=400\nstep_seconds=0.3\n")
+    info = service.start()
+    metrics = Path(info.run_dir) / "metrics.jsonl"
+    wait_for(lambda: len(_steps(metrics)) >= 2)
+    service.stop(info.id)
+    (Path(info.run_dir) / "terminate-requested").touch()
+    ended = service.wait(info.id, timeout=20)
+    assert (ended.state, ended.exit_code) == ("stopped", 0) and ended.can_resume

@@ -254,3 +254,50 @@ def test_the_progress_of_a_cluster_start_redraws_one_line_on_a_terminal_and_is_s
         now[0] += PROGRESS_EVERY_S / 5
     assert [line.split(", ")[-1] for line in log.getvalue().splitlines()] == ["0 MB of 100 MB", "5 MB of 100 MB",
                                                                              "10 MB of 100 MB"]
+
+
+def test_the_commands_the_cli_suggests_name_the_project_when_typed_outside_it(project):
+    """`workbench train tiny` from the folder above the project: every command it suggests
+    works from there; inside the project they leave the project out."""
+    _set(project, "stop_at_step=100000\nstep_seconds=0.03\n")
+    above = project.parent
+    assert "Start one with `workbench train tiny`." in workbench("runs", "list", "tiny", cwd=above).stdout
+
+    started = workbench("train", "tiny", "--detach", cwd=above)
+    run_id = started.stdout.split()[2]
+    assert f"`workbench runs logs -f tiny {run_id}`" in started.stdout, started.stdout
+    assert f"`workbench runs stop tiny {run_id}`" in started.stdout
+    wait_for(lambda: "step=2 " in (project / "runs" / run_id / "stdout.log").read_text())
+    assert workbench("runs", "stop", "tiny", run_id, cwd=above).returncode == 0
+    RunService(project).wait(run_id, timeout=20)
+
+    resumed = workbench("runs", "resume", "tiny", run_id, cwd=above)
+    assert f"Follow it with `workbench runs logs -f tiny {run_id}`." in resumed.stdout, resumed.stdout + resumed.stderr
+    inside = workbench("runs", "terminate", run_id, cwd=project / "hparams")
+    assert inside.returncode == 0
+    wrong = workbench("runs", "show", "tiny", "nope", cwd=above)
+    assert "`workbench runs list tiny` shows the runs." in wrong.stderr
+
+    # The summary of a run followed in the foreground, and what the service suggests.
+    cli_process = subprocess.Popen([sys.executable, "-m", "workbench", "train", "tiny"], cwd=above,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    second = cli_process.stdout.readline().split()[1]
+    assert "step=" in cli_process.stdout.readline() + cli_process.stdout.readline()
+    cli_process.send_signal(signal.SIGINT)
+    out, err = cli_process.communicate(timeout=30)
+    assert f"Resume it with `workbench runs resume tiny {second}`" in err.strip().splitlines()[-1]
+    refused = workbench("runs", "resume", "tiny", second, "--set", "step_seconds=0", cwd=above)
+    assert f"(`workbench runs resume tiny {second} --new --set …`)" in refused.stderr
+
+
+def test_a_suggested_command_has_the_project_only_when_needed_and_as_short_as_it_goes(tmp_path):
+    from workbench.training.hints import workbench_command
+
+    project = tmp_path / "my runs" / "digits"
+    (project / "src").mkdir(parents=True)
+    assert workbench_command(project, "runs resume", "R1", cwd=project / "src") == "workbench runs resume R1"
+    assert workbench_command(project, "runs resume", "R1", cwd=tmp_path / "my runs") == \
+        "workbench runs resume digits R1"
+    assert workbench_command(project, "runs resume", "R1", cwd=tmp_path) == "workbench runs resume 'my runs/digits' R1"
+    # From elsewhere, "../../../tmp/…" would be longer than the path itself.
+    assert workbench_command(project, "train", cwd=Path("/x/y/z")) == f"workbench train '{project}'"

@@ -98,3 +98,32 @@ def test_the_log_follows_new_output_until_the_user_scrolls_up(qtbot):
     assert bar.value() == 0
     view.follow.setChecked(True)
     assert bar.value() == bar.maximum()
+
+
+def test_the_log_view_shows_a_cluster_runs_notes_where_they_came_and_workbenchs_own_as_notes(qtbot, tmp_path):
+    from workbench.training.widgets.log_view import NOTE_COLOUR, STDERR_COLOUR, LogView
+
+    (tmp_path / "metrics.jsonl").touch()
+    (tmp_path / "stdout.log").write_text("step=1\nstopped at step 1\nresumed\nstep=2\n")
+    (tmp_path / "stderr.log").write_text("workbench: job step 7.0 stopped on request       \nTraceback\n")
+    stderr = (tmp_path / "stderr.log").read_text()
+    first = len("step=1\nstopped at step 1\n")
+    (tmp_path / "log-order").write_text(f"stdout {first}\nstderr {stderr.index('Traceback')}\n")
+    view = LogView()
+    qtbot.addWidget(view)
+    poller = RunPoller(view)
+    generation = poller.watch([WatchedRun("r1", tmp_path / "metrics.jsonl", tmp_path)])
+    poller.sig_log_read.connect(lambda g, run_id, stream, text: g == generation and view.append(text, stream))
+    try:
+        wait_for(qtbot, lambda: "Traceback" in view.text.toPlainText())
+    finally:
+        poller.stop()
+    lines = view.text.toPlainText().splitlines()
+    assert [line.rstrip() for line in lines] == ["step=1", "stopped at step 1", "workbench: job step 7.0 stopped "
+                                                 "on request", "resumed", "step=2", "Traceback"]
+    document = view.text.document()
+
+    def colour(line: int) -> str:
+        return document.findBlockByNumber(line).begin().fragment().charFormat().foreground().color().name()
+
+    assert colour(2) == NOTE_COLOUR and colour(5) == STDERR_COLOUR

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from workbench.training.widgets.comparison import differing_hparams, format_value, metric_names
 from workbench.training.widgets.log_links import find_links, link_at
-from workbench.training.widgets.log_tail import LogTail
+from workbench.training.widgets.log_tail import LogTail, RunLogTail
 
 
 def test_a_log_tail_returns_only_what_was_appended_in_whole_lines(tmp_path):
@@ -55,6 +55,25 @@ def test_a_truncated_log_is_read_again_from_the_top(tmp_path):
     tail.read_new(now=0)
     path.write_text("new\n")
     assert tail.read_new(now=0) == "new\n"
+
+
+def test_a_runs_two_logs_are_read_in_the_order_they_came_where_it_was_noted(tmp_path):
+    (tmp_path / "stdout.log").write_text("step=1\nstopped at step 1\nresumed\nstep=2\n")
+    (tmp_path / "stderr.log").write_text("first note\nsecond note\n")
+    first, note, resumed = len("step=1\nstopped at step 1\n"), len("first note\n"), len("resumed\nstep=2\n")
+    (tmp_path / "log-order").write_text(f"stdout {first}\nstderr {note}\nstdout {first + resumed}\n")
+    tail = RunLogTail(tmp_path)
+    assert tail.read_new(now=0) == [("stdout", "step=1\nstopped at step 1\n"), ("stderr", "first note\n"),
+                                    ("stdout", "resumed\nstep=2\n"), ("stderr", "second note\n")]
+    with open(tmp_path / "stdout.log", "a") as out:
+        out.write("step=3\n")
+    assert tail.read_new(now=0.1) == [("stdout", "step=3\n")]
+
+
+def test_without_a_note_of_their_order_a_runs_logs_come_stdout_first(tmp_path):
+    (tmp_path / "stdout.log").write_text("step=1\n")
+    (tmp_path / "stderr.log").write_text("warning\n")
+    assert RunLogTail(tmp_path).read_new(now=0) == [("stdout", "step=1\n"), ("stderr", "warning\n")]
 
 
 def test_traceback_frames_are_links_and_pseudo_files_are_not():

@@ -17,6 +17,7 @@ from workbench.training.widgets.runs_table import (
     COLUMN_LOSS,
     COLUMN_SOURCE,
     COLUMN_STARTED,
+    COLUMN_STATE,
     COLUMN_VAL_ACC,
     RunsTable,
     format_started,
@@ -124,3 +125,37 @@ def test_a_plot_without_points_for_the_shown_runs_gives_its_room_to_the_others(q
     curves.add_records("r2", [{"step": 1, "loss": 2.0}])
     assert shown() == ["loss"]
     assert curves.findChild(QWidget, "curves-loss").width() > 600  # the one plot takes the room
+
+
+def test_a_run_whose_cluster_is_out_of_reach_reads_running_reconnecting_with_a_note_for_people(qtbot, tmp_path):
+    now = time.time()
+    lost = run_info(tmp_path, "20260101-000001-000", state="running", backend="slurm", cluster="lab", job_id="2",
+                    ended_at=None, error="Lost the connection to lab (No existing session); reconnecting…",
+                    outage={"kind": "connection", "since": now - 60, "last_try": now - 2, "next_try": now + 8})
+    table = RunsTable()
+    qtbot.addWidget(table)
+    table.set_rows([RunRow(lost, False)])
+    item = table.topLevelItem(0)
+    assert item.text(COLUMN_STATE) == "running · reconnecting"
+    since = time.strftime("%H:%M", time.localtime(now - 60))
+    assert item.toolTip(COLUMN_STATE).startswith(f"Lost the connection to lab at {since}; reconnecting (last try ")
+    assert "next in 8 s). The job keeps running on the cluster." in item.toolTip(COLUMN_STATE)
+
+    details = RunDetails()
+    qtbot.addWidget(details)
+    details.show_run(RunRow(lost, False))
+    header = details.header.text()
+    assert "running · reconnecting" in header and f"Lost the connection to lab at {since}" in header
+    assert "No existing session" not in header
+
+    back = run_info(tmp_path, "20260101-000001-000", state="running", backend="slurm", cluster="lab", job_id="2",
+                    ended_at=None)
+    table.set_rows([RunRow(back, False)])
+    assert item.text(COLUMN_STATE) == "running" and item.toolTip(COLUMN_STATE) == "running"
+
+
+def test_a_killed_run_says_by_what_rather_than_a_bare_exit_code(qtbot, tmp_path):
+    details = RunDetails()
+    qtbot.addWidget(details)
+    details.show_run(RunRow(run_info(tmp_path, "20260101-000001-000", state="terminated", exit_code=-9), False))
+    assert tree_rows(details, "Run")["Exit code"] == "-9 (killed by SIGKILL)"

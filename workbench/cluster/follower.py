@@ -12,10 +12,14 @@ an SSH connection to the run's cluster, and every second or so:
   files (``mirror.LogMirror``), so the Runs panel, its curves and ``runs logs -f`` need nothing
   else.
 
-When the connection drops it reconnects with back-off; meanwhile the run keeps its state and
-``RunInfo.error`` says so. When the job has ended it copies the rest of the logs, pulls
-``checkpoints/`` and ``outputs/`` into the run folder, records the end (completed, failed with
-the error line and exit code, stopped, cancelled) and exits.
+When the connection drops it reconnects with back-off; meanwhile the run keeps its state,
+``RunInfo.outage`` says since when and when it tries next, and ``RunInfo.error`` says so in words
+for people (the library's own message goes to follower.log). When the job has ended it copies
+the rest of the logs, pulls ``checkpoints/`` and ``outputs/`` into the run folder, records the
+end (completed, failed with the error line and exit code, stopped, cancelled) and exits. The
+run's start and end are the job's as the scheduler (or, on a plain SSH host, the job itself)
+recorded them, not the moments they were seen here: a job that ended while the cluster could not
+be reached has its own duration.
 
 Only the standard library, workbench.training and workbench.cluster modules (and, through the
 connection, paramiko) are imported here.
@@ -66,6 +70,7 @@ from workbench.training.run_info import (
     RunInfo,
 )
 from workbench.training.run_store import RunStore
+from workbench.training.run_text import CONNECTION, SCHEDULER, outage_note
 
 LOCK_FILE = "follower.lock"
 ACQUIRE_TRIES = 20
@@ -75,12 +80,13 @@ PROFILE_FILE = "cluster.json"        # the profile as it was at the start, for w
 POLL_S = 1.0
 REQUEST_POLL_S = 0.1                 # stop and terminate requests are looked for this often
 REQUEST_FOLLOW_S = 15.0              # after one is sent, the scheduler is asked at every poll this long
-BACKOFF_S = (1, 2, 4, 8, 15, 30, 60)
+BACKOFF_S = (1, 2, 4, 8, 10)
 COMMAND_TIMEOUT_S = 60
 # A follower that cannot reach the cluster for this long gives up; the runs list starts a new
 # one the next time someone looks.
 GIVE_UP_S = 6 * 3600
-# The notes a follower leaves in RunInfo.error while it cannot follow (cleared once it can).
+# The notes a follower leaves in RunInfo.error while it cannot follow (cleared once it can);
+# the first two are the words of earlier versions.
 LOST_NOTE = "Lost the connection to "
 NO_ANSWER_NOTE = "Cannot follow the job on "
 GAVE_UP_NOTE = "Not followed since "
@@ -120,15 +126,17 @@ class Follower:
                 conn = self._connection()
                 self._send_requests(conn)
                 job = self._job_state(conn)
+                self._reachable()
                 if not job.ended:
                     # The state first: what the logs say never runs ahead of it.
                     self._update(job)
+                mirror.stop_requested = self.folder.stop_requested.exists() and \
+                    not self.folder.terminate_requested.exists()
                 mirror.poll(self._sftp_of(conn), final=job.ended)
                 self.info.metrics_source = mirror.metrics_source
                 if job.ended:
                     self._finish(conn, job)
                     return 0
-                self._reachable()
             except Exception as exc:  # noqa: BLE001 - any failure of the connection or the cluster
                 if not _is_connection_problem(exc):
                     raise
@@ -179,30 +187,31 @@ class Follower:
         delay = BACKOFF_S[min(self._failures - 1, len(BACKOFF_S) - 1)]
         reason = _one_line(exc)
         # The log says what happened; the advice in an error's later sentences is for people
-        # retrying by hand, and this process retries by itself.
+        # retrying by hand, and this process retries by itself. The run's note says it in
+        # words for people.
         what = reason.split(". ")[0].rstrip(".")
         _log(f"{what}; {'reconnecting' if lost else 'trying again'} in {delay} s")
         self._refresh_info()
         if now - self._unreachable_since > GIVE_UP_S:
             since = time.strftime("%Y-%m-%d %H:%M", time.localtime(self._unreachable_since))
-            self.info.error = (f"{GAVE_UP_NOTE}{since}: cannot reach {self.info.cluster} ({reason}). The job may go "
-                               "on there; listing the runs follows it again.")
+            hours = round((now - self._unreachable_since) / 3600)
+            self.info.outage = {}
+            self.info.error = (f"{GAVE_UP_NOTE}{since}: {self.info.cluster} could not be reached for {hours} hours. "
+                               "The job may go on there; listing the runs follows it again.")
             self._save()
             return True
-        if lost:
-            self.info.error = (f"{LOST_NOTE}{self.info.cluster} ({reason}); reconnecting… The job goes on on the "
-                               "cluster.")
-        else:
-            self.info.error = f"{NO_ANSWER_NOTE}{self.info.cluster} for now ({reason}); trying again…"
+        self.info.outage = {"kind": CONNECTION if lost else SCHEDULER, "since": round(self._unreachable_since, 3),
+                            "last_try": round(now, 3), "next_try": round(now + delay, 3)}
+        self.info.error = outage_note(self.info, now)
         self._save()
         self._sleep(delay)
         return False
 
     def _reachable(self) -> None:
-        if self._unreachable_since is not None or self.info.error.startswith(_NOTES):
+        if self._unreachable_since is not None or self.info.outage or self.info.error.startswith(_NOTES):
             self._unreachable_since, self._failures = None, 0
-            if self.info.error.startswith(_NOTES):
-                self.info.error = ""
+            if self.info.outage or self.info.error.startswith(_NOTES):
+                self.info.outage, self.info.error = {}, ""
                 self._save()
 
     # -----------------------------------------------------------------------------------------
@@ -275,13 +284,18 @@ class Follower:
             elif job.state == JOB_RUNNING:
                 self.info.state = RUNNING
         if job.state == JOB_RUNNING and job.scheduler_state not in WINDING_UP:
-            now = time.time()
-            if self.info.started_at is None:
-                self.info.started_at = now
-            if self.info.segment_started_at is None:
-                self.info.segment_started_at = now
+            self._started(job.started_at or time.time(), known=job.started_at is not None)
         if self.info.to_json() != before:
             self._save()
+
+    def _started(self, when: float, known: bool) -> None:
+        """Record that the job (this segment of the run) began at ``when``: a time the scheduler
+        or the job recorded (``known``) replaces the moment it was first seen here."""
+        if self.info.segment_started_at is None or known:
+            self.info.segment_started_at = when
+        # A run resumed in the same run keeps its first segment's start.
+        if self.info.started_at is None or (known and not self.info.resumes):
+            self.info.started_at = when
 
     def _finish(self, conn, job: JobState) -> None:
         """Pull the products, then record how the run ended (the run stays active meanwhile,
@@ -296,13 +310,22 @@ class Follower:
         info.state, info.error = self._outcome(job)
         if job.signal:
             info.exit_code = -job.signal
+        elif job.state == JOB_CANCELLED and job.exit_code == 0:
+            # Slurm's "0:0" for a job it cancelled says nothing of how the trainer ended.
+            info.exit_code = None
         else:
             info.exit_code = job.exit_code
-        info.ended_at = time.time()
-        if info.started_at is None and job.state in (JOB_COMPLETED, JOB_FAILED):
-            # It ran (it has an exit status) between two looks: a duration of about nothing. A job
-            # never seen running that was cancelled, or whose end is unknown, never trained.
-            info.started_at = info.ended_at
+        # When the job ended, not when that was seen here (the cluster may have been out of
+        # reach then).
+        info.ended_at = job.ended_at or time.time()
+        if job.state in (JOB_COMPLETED, JOB_FAILED) or info.segment_started_at is not None:
+            # It ran: it has an exit status, or it was seen running. A job never seen running
+            # that was cancelled, or whose end is unknown, never trained.
+            if job.started_at is not None:
+                self._started(min(job.started_at, info.ended_at), known=True)
+            elif info.started_at is None or info.segment_started_at is None:
+                # It ran between two looks, and nothing says when it began.
+                self._started(info.ended_at, known=False)
         info.final_metrics = final_metrics(self.folder.metrics)
         info.products = local_outputs(self.folder)
         info.pulled_at = time.time()
@@ -310,7 +333,11 @@ class Follower:
         self._save()
 
     def _outcome(self, job: JobState) -> tuple[str, str]:
-        if self.folder.terminate_requested.exists():
+        # A job that ended by itself with status 0 before the terminate reached it (a stop asked
+        # for first had done its work) ended as it says, not terminated.
+        terminated = self.folder.terminate_requested.exists() and not (
+            job.state == JOB_COMPLETED and job.exit_code == 0 and not job.signal)
+        if terminated:
             return (CANCELLED if self.info.backend == "slurm" else TERMINATED), ""
         if self.folder.stop_requested.exists():
             if job.state in (JOB_CANCELLED, JOB_UNKNOWN) and self.info.started_at is None:

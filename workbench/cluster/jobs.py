@@ -7,8 +7,9 @@ timeout=None, check=True) -> CommandResult(code, stdout, stderr)`` and ``sftp()`
 by ``backend.script(spec)``; ``submit`` uploads it to ``<remote run dir>/job.sh`` and starts it.
 
 Whatever runs the trainer on the cluster writes its output to ``<remote run dir>/stdout.log``
-and ``stderr.log`` and, when it ends, its status to ``<remote run dir>/exit_code``, so the end
-of a job can be told even once the scheduler has forgotten it.
+and ``stderr.log`` and, when it ends, its status and the time on the cluster to
+``<remote run dir>/exit_code`` (``"0 1746789299"``), so the end of a job and when it came can be
+told even once the scheduler has forgotten it, or when no one was watching at that moment.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ WINDING_UP = frozenset({"COMPLETING", "STAGE_OUT"})
 SCRIPT_NAME = "job.sh"
 EXIT_CODE_FILE = "exit_code"
 PID_FILE = "pid"
-STARTED_FILE = "job_started"   # the id of the job whose script has begun (Slurm)
+STARTED_FILE = "job_started"   # the id of the job whose script has begun and when (Slurm)
 STOP_FILE = "stop-requested"   # a stop was asked for: a job still setting up does not start training
 # The Python on the cluster after the profile's set-up lines (a venv or conda env provides it).
 REMOTE_PYTHON = "python3"
@@ -145,13 +146,17 @@ class JobSpec:
 class JobState:
     """A job as the cluster sees it now. ``reason`` is the scheduler's (why it waits, how it
     ended); ``exit_code`` the job's status once it has ended (None when unknown), ``signal``
-    the signal that ended it (0 when none)."""
+    the signal that ended it (0 when none). ``started_at`` and ``ended_at`` (seconds since the
+    epoch, by the cluster's clock) are when the job began running and ended, as the scheduler or
+    the job's own files recorded them; None when not known (or not yet)."""
 
     state: str
     reason: str = ""
     exit_code: int | None = None
     signal: int = 0
     scheduler_state: str = ""      # the scheduler's own word: PENDING, RUNNING, TIMEOUT, ...
+    started_at: float | None = None
+    ended_at: float | None = None
 
     @property
     def ended(self) -> bool:
@@ -237,10 +242,10 @@ def setup_lines(spec: JobSpec) -> list[str]:
 
 
 def run_ended_lines(spec: JobSpec) -> list[str]:
-    """Write the trainer's status to ``exit_code`` (atomically) and end with it."""
+    """Write the trainer's status and the time to ``exit_code`` (atomically) and end with it."""
     target = shlex.quote(f"{spec.remote_run_dir}/{EXIT_CODE_FILE}")
     part = shlex.quote(f"{spec.remote_run_dir}/{EXIT_CODE_FILE}.part")
-    return [f'echo "$status" > {part} && mv -f {part} {target}', 'exit "$status"']
+    return [f'echo "$status $(date +%s)" > {part} && mv -f {part} {target}', 'exit "$status"']
 
 
 def wait_lines(command: str) -> list[str]:
@@ -274,15 +279,34 @@ def read_small_file(sftp: Any, path: str, limit: int = 4096) -> str | None:
 
 
 def exit_code_in(text: str | None) -> int | None:
-    text = (text or "").strip()
-    return int(text) if re.fullmatch(r"-?\d+", text) else None
+    """The status in the text of an ``exit_code`` file (``"STATUS TIME"``, or ``"STATUS"`` as
+    jobs of earlier versions wrote it); None when there is none."""
+    words = (text or "").split()
+    return int(words[0]) if len(words) in (1, 2) and re.fullmatch(r"-?\d+", words[0]) else None
 
 
-def remote_exit_code(conn: Any, remote_run_dir: str) -> int | None:
-    """The status in ``<remote run dir>/exit_code``; None when it is not there (yet)."""
-    result = conn.run(f"cat {shlex.quote(remote_run_dir + '/' + EXIT_CODE_FILE)} 2>/dev/null", check=False)
-    text = result.stdout.strip()
-    return int(text) if result.code == 0 and re.fullmatch(r"-?\d+", text) else None
+def time_in(text: str | None, position: int) -> float | None:
+    """The time (seconds since the epoch) that is word ``position`` of a job file's text, as
+    ``date +%s`` or the scheduler wrote it; None when it has none."""
+    words = (text or "").split()
+    if len(words) > position and re.fullmatch(r"\d+(\.\d+)?", words[position]) and float(words[position]) > 0:
+        return float(words[position])
+    return None
+
+
+def remote_exit(conn: Any, remote_run_dir: str, started_file: str = "") -> tuple[int | None, float | None,
+                                                                                   str | None]:
+    """``(status, ended at, text of started_file)`` from ``<remote run dir>/exit_code`` (and
+    ``started_file`` in the same folder, when named), in one command; Nones for what is not
+    there (yet)."""
+    folder = remote_run_dir.rstrip("/")
+    command = f"cat {shlex.quote(folder + '/' + EXIT_CODE_FILE)} 2>/dev/null; echo; echo --started"
+    if started_file:
+        command += f"; cat {shlex.quote(folder + '/' + started_file)} 2>/dev/null"
+    result = conn.run(command, check=False)
+    ended, _, started = result.stdout.partition("--started")
+    code = exit_code_in(ended)
+    return code, time_in(ended, 1) if code is not None else None, started.strip() or None
 
 
 def check_result(result: Any, what: str) -> Any:

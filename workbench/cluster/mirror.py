@@ -8,6 +8,14 @@ and a follower started again never copies a byte twice. When the trainer writes 
 ``metrics.jsonl`` of its own, the ``step=… loss=…`` lines of the mirrored stdout become its
 records, as the local supervisor does it.
 
+The order in which the two logs got their bytes is noted in ``log-order``
+(``workbench.training.log_order``), so that a log view shows each line where it came. After a
+stop that Workbench asked for, Slurm's note that it ended the job's step ("slurmstepd: error:
+*** STEP 2.0 ON node CANCELLED AT … ***") is no error of the run: it is rewritten, in place and
+to the same length, as "workbench: job step 2.0 stopped on request", so the local file stays
+as long as the remote one. Such a note for a cancel no one here asked for, or one "DUE TO"
+something (a time limit), stays as it is.
+
 ``pull_products`` fetches ``checkpoints/``, ``outputs/`` and ``outcome.json``: only files that are
 new or changed (size or modification time), each through a ``.part`` file renamed into place, with
 a checkpoint's ``latest.json`` last so that it never names a file not here yet.
@@ -20,12 +28,14 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from workbench.project.atomic_file import write_text_atomically
+from workbench.training.log_order import ArrivalRecorder
 from workbench.training.metrics import format_record, parse_metric_line
 from workbench.training.run_folder import RunFolder
 
@@ -35,6 +45,10 @@ PRODUCT_FILES = ("outcome.json",)
 STATE_FILE = "mirror.json"
 # At most this much of one file is copied a poll, so one poll never takes long.
 CHUNK_LIMIT = 8 << 20
+# Slurm's note that it ended a step or the job at someone's request (no "DUE TO …" reason).
+STOP_NOTE = re.compile(rb"(?:srun|slurmstepd(?:-[^:\s]*)?): error: "
+                       rb"\*\*\* (STEP|JOB) (\S+) ON \S+ CANCELLED AT \S+ \*\*\*")
+_NOTE_PREFIXES = (b"srun", b"slurmstepd")
 
 
 class LogMirror:
@@ -44,8 +58,10 @@ class LogMirror:
         self.folder = folder
         self.remote_run_dir = remote_run_dir.rstrip("/")
         self.metrics_source = metrics_source   # "", "trainer" or "stdout", as RunInfo has it
+        self.stop_requested = False   # set while a stop asked for here is under way
         self._state = read_mirror_state(folder)
         self._last_step = None
+        self._order = ArrivalRecorder(folder.path)
 
     def poll(self, sftp: Any, final: bool = False) -> bool:
         """Copy the new bytes (everything there is when ``final``); whether anything came.
@@ -54,7 +70,7 @@ class LogMirror:
         while True:
             more = False
             for name in ("stdout.log", "stderr.log"):
-                count, full = self._copy(sftp, name)
+                count, full = self._copy(sftp, name, final=final)
                 got, more = got or count > 0, more or not full
             # Only now: a trainer that writes metrics.jsonl creates it before printing any step, so
             # a file not there now was not there when the lines just copied were printed either.
@@ -66,7 +82,7 @@ class LogMirror:
             if not (final and more):
                 return got
 
-    def _copy(self, sftp: Any, name: str, is_metrics: bool = False) -> tuple[int, bool]:
+    def _copy(self, sftp: Any, name: str, is_metrics: bool = False, final: bool = False) -> tuple[int, bool]:
         """Append the new bytes of remote ``name``; (bytes copied, whether that was all)."""
         local = self.folder.path / name
         base = int(self._state["bases"].get(name, 0))
@@ -88,7 +104,11 @@ class LogMirror:
             if want > 1 << 20:
                 handle.prefetch(want)
             data = _read_exactly(handle, want)
+        if name == "stderr.log" and self.stop_requested:
+            data = quiet_stop_notes(data, hold_partial=not final)
         if data:
+            if name in ("stdout.log", "stderr.log"):
+                self._order.before_append(name.split(".")[0])
             with open(local, "ab") as out:
                 out.write(data)
         return len(data), offset + len(data) >= size
@@ -132,6 +152,29 @@ class LogMirror:
 
     def save(self) -> None:
         write_mirror_state(self.folder, self._state)
+
+
+def quiet_stop_notes(data: bytes, hold_partial: bool = False) -> bytes:
+    """``data`` (stderr bytes) with Slurm's notes of a requested cancel rewritten as
+    "workbench: job step 2.0 stopped on request", padded with spaces to the note's length. With
+    ``hold_partial``, a last line without its end that may be the start of such a note is left
+    out (it is copied once it is whole)."""
+    lines = data.split(b"\n")
+    tail = lines.pop()
+    if hold_partial and tail and any(tail.startswith(prefix) or prefix.startswith(tail) for prefix in _NOTE_PREFIXES):
+        tail = None
+    out = []
+    for line in lines:
+        match = STOP_NOTE.fullmatch(line.rstrip(b"\r"))
+        if match:
+            what = b"job step" if match.group(1) == b"STEP" else b"job"
+            text = b"workbench: " + what + b" " + match.group(2) + b" stopped on request"
+            if len(text) > len(line):
+                text = b"workbench: stopped on request"
+            if len(text) <= len(line):
+                line = text.ljust(len(line))
+        out.append(line)
+    return b"".join(line + b"\n" for line in out) + (tail or b"")
 
 
 def read_mirror_state(folder: RunFolder) -> dict:

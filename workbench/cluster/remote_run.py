@@ -34,6 +34,7 @@ from workbench.cluster.jobs import JobSpec, Resources, get_backend
 from workbench.project.atomic_file import write_text_atomically
 from workbench.tasks import Cancelled, CancelToken, Progress
 from workbench.training.errors import TrainingError
+from workbench.training.hints import workbench_command
 from workbench.training.processes import is_same_process, process_start
 from workbench.training.run_folder import RunFolder, create_run_folder
 from workbench.training.run_info import (
@@ -530,10 +531,11 @@ def resume_cluster_run(info: RunInfo, new_run: bool = False, overrides=(), *, pr
     overrides = list(overrides)
     if info.is_active:
         raise TrainingError(f"Run {info.id} is still {info.state}. Stop it before resuming it.")
+    as_new_run = workbench_command(info.project_dir, "runs resume", info.id, "--new")
     if not new_run and (cluster or resources):
         raise TrainingError(f"Run {info.id} goes on in the same run only where it ran, with its resources: resume it "
                             f"as a new run to train on another cluster or with other resources "
-                            f"(`workbench runs resume {info.id} --new --cluster NAME`).")
+                            f"(`{as_new_run} --cluster NAME`).")
     if not new_run and not info.is_cluster:
         raise TrainingError(f"Run {info.id} ran on this machine: it goes on on a cluster only as a new run.")
     if not (cluster or info.is_cluster):
@@ -542,16 +544,16 @@ def resume_cluster_run(info: RunInfo, new_run: bool = False, overrides=(), *, pr
     folder = RunFolder(info.run_dir)
     latest = folder.latest_checkpoint()
     if latest is None:
-        where = f" (none was pulled from the cluster; `workbench runs pull {info.id}` fetches them)" \
-            if info.is_cluster else ""
+        pull_command = workbench_command(info.project_dir, "runs pull", info.id)
+        where = f" (none was pulled from the cluster; `{pull_command}` fetches them)" if info.is_cluster else ""
         raise TrainingError(f"Run {info.id} has no checkpoint to resume from{where}. Start a new run instead.")
     if not new_run and info.state == COMPLETED:
         raise TrainingError(f"Run {info.id} completed, so it cannot be resumed in the same run. To train it further, "
-                            f"resume it as a new run with more epochs: `workbench runs resume {info.id} --new "
+                            f"resume it as a new run with more epochs: `{as_new_run} "
                             f"--set num_epochs={_more_epochs(info)}`.")
     if not new_run and overrides:
         raise TrainingError(f"Changed hyper-parameters ({' '.join(overrides)}) need a new run: resume run "
-                            f"{info.id} as a new run (`workbench runs resume {info.id} --new --set …`).")
+                            f"{info.id} as a new run (`{as_new_run} --set …`).")
     step = int(latest.get("step", 0))
     if new_run:
         profile = _profile(cluster or info.cluster)

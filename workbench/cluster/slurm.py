@@ -1,7 +1,9 @@
 """Jobs on a Slurm cluster: an sbatch script made from the resources, submitted with
 ``sbatch --parsable``, watched with ``squeue`` (and ``scontrol show job`` once squeue no longer
-lists it: there may be no accounting database, so no ``sacct``), stopped with
-``scancel --signal=…`` (its job steps only, never the batch script) and cancelled with ``scancel``.
+lists it; ``sacct``, where there is an accounting database, once the controller has forgotten the
+job), stopped with ``scancel --signal=…`` (its job steps only, never the batch script) and
+cancelled with ``scancel``. Times are asked for as seconds since the epoch
+(``SLURM_TIME_FORMAT=%s``), so the cluster's time zone never matters.
 
 A job of one process runs the training script itself through ``srun``; a stop sends it SIGTERM.
 A job of several processes runs one ``torchrun`` per node through ``srun``; the rendezvous is the
@@ -36,7 +38,8 @@ from workbench.cluster.jobs import (
     environment_lines,
     link_lines,
     read_small_file,
-    remote_exit_code,
+    remote_exit,
+    time_in,
     run_ended_lines,
     setup_lines,
     trainer_argv,
@@ -109,7 +112,7 @@ class SlurmBackend:
                  "the run folder."]
         lines += [f"#SBATCH {option}" for option in options]
         started = shlex.quote(f"{spec.remote_run_dir}/{STARTED_FILE}")
-        lines += ["", f'echo "$SLURM_JOB_ID" > {started}']
+        lines += ["", f'echo "$SLURM_JOB_ID $(date +%s)" > {started}']
         lines += [*environment_lines(spec), *setup_lines(spec), *link_lines(spec)]
         lines.append(f"cd {shlex.quote(spec.workdir)} || exit 1")
         if resources.world_size == 1:
@@ -151,35 +154,64 @@ class SlurmBackend:
 
     def state(self, conn: Any, job_id: str, remote_run_dir: str = "") -> JobState:
         """The job's state: from squeue while it lists the job, then from scontrol, then (once
-        the scheduler has forgotten it) from the ``exit_code`` the script wrote. ClusterError
-        when Slurm does not answer (its controller is down or busy): that says nothing of the
-        job, which goes on."""
+        the controller has forgotten it) from sacct, else from the ``exit_code`` the script
+        wrote. ClusterError when Slurm does not answer (its controller is down or busy): that
+        says nothing of the job, which goes on."""
         job = shlex.quote(str(job_id))
         # One round trip: squeue's line, then scontrol's record (only read when squeue has none).
-        result = conn.run(f"squeue -h -j {job} -o '%T|%r'; echo \"--squeue $?\"; "
+        result = conn.run(f"export SLURM_TIME_FORMAT=%s; squeue -h -j {job} -o '%T|%S|%r'; echo \"--squeue $?\"; "
                           f"scontrol show job -o {job}; echo \"--scontrol $?\"", check=False)
         queue, _, rest = result.stdout.partition("--squeue ")
         queue_code, _, rest = rest.partition("\n")
         record, _, _ = rest.partition("--scontrol ")
         line = next((line.strip() for line in queue.splitlines() if "|" in line), "")
         if line:
-            word, _, reason = line.partition("|")
-            if word.strip() in _PENDING or word.strip() in _RUNNING:
-                return _state(word.strip(), reason.strip())
+            word, _, rest = line.partition("|")
+            start, _, reason = rest.partition("|")
+            word = word.strip()
+            if word in _PENDING:
+                return _state(word, reason.strip())
+            if word in _RUNNING:
+                return _state(word, reason.strip(), started_at=time_in(start, 0))
         fields = parse_scontrol(record)
         if fields.get("JobState"):
             word = fields["JobState"]
             code, signal = _exit_code(fields.get("ExitCode", ""))
-            return _state(word, fields.get("Reason", ""), code, signal)
+            return _state(word, fields.get("Reason", ""), code, signal, time_in(fields.get("StartTime"), 0),
+                          time_in(fields.get("EndTime"), 0))
         if "Invalid job id" not in result.stderr and (queue_code.strip() != "0" or result.code != 0):
             last = next((text.strip() for text in reversed(result.stderr.splitlines()) if text.strip()),
                         "no answer")
             raise ClusterError(f"Slurm did not answer about job {job_id}: {last}", details=result.stderr)
+        accounted = self._accounted_state(conn, job_id)
+        if accounted is not None:
+            return accounted
         if remote_run_dir:
-            code = remote_exit_code(conn, remote_run_dir)
+            code, ended_at, started = remote_exit(conn, remote_run_dir, STARTED_FILE)
             if code is not None:
-                return JobState(COMPLETED if code == 0 else FAILED, "", code, 0, "")
+                started_at = time_in(started, 1) if (started or "").split()[:1] == [str(job_id)] else None
+                return JobState(COMPLETED if code == 0 else FAILED, "", code, 0, "", started_at, ended_at)
         return JobState(UNKNOWN, "Slurm no longer knows the job", None, 0, "")
+
+    @staticmethod
+    def _accounted_state(conn: Any, job_id: str) -> JobState | None:
+        """The job's end as Slurm's accounting recorded it; None where there is no accounting
+        (``sacct`` fails) or it has no record of the job."""
+        job = shlex.quote(str(job_id))
+        result = conn.run(f"export SLURM_TIME_FORMAT=%s; sacct -n -X -P -j {job} -o State,ExitCode,Start,End",
+                          check=False)
+        if result.code != 0:
+            return None
+        line = next((line.strip() for line in result.stdout.splitlines() if line.count("|") == 3), "")
+        if not line:
+            return None
+        word, exit_code, start, end = line.split("|")
+        # sacct says "CANCELLED by 1000" where scontrol says CANCELLED.
+        word = word.split()[0] if word.strip() else ""
+        if not word or word in _PENDING or word in _RUNNING:
+            return None
+        code, signal = _exit_code(exit_code)
+        return _state(word, "", code, signal, time_in(start, 0), time_in(end, 0))
 
     def quick_state(self, sftp: Any, job_id: str, remote_run_dir: str) -> JobState | None:
         """What the job's files say without asking Slurm: it has ended (its script wrote
@@ -188,7 +220,7 @@ class SlurmBackend:
         code = exit_code_in(read_small_file(sftp, f"{remote_run_dir}/{EXIT_CODE_FILE}"))
         if code is not None:
             return JobState(COMPLETED if code == 0 else FAILED, "", code, 0, "EXITED")
-        if (read_small_file(sftp, f"{remote_run_dir}/{STARTED_FILE}") or "").strip() == str(job_id):
+        if (read_small_file(sftp, f"{remote_run_dir}/{STARTED_FILE}") or "").split()[:1] == [str(job_id)]:
             return JobState(RUNNING, "", None, 0, "RUNNING")
         return None
 
@@ -213,20 +245,21 @@ class SlurmBackend:
         check_result(conn.run(f"scancel {shlex.quote(str(job_id))}", check=False), f"cancel job {job_id}")
 
 
-def _state(word: str, reason: str, code: int | None = None, signal: int = 0) -> JobState:
+def _state(word: str, reason: str, code: int | None = None, signal: int = 0, started_at: float | None = None,
+           ended_at: float | None = None) -> JobState:
     reason = "" if reason in ("None", "(null)") else reason
     if word in _PENDING:
         return JobState(PENDING, reason, None, 0, word)
     if word in _RUNNING:
-        return JobState(RUNNING, reason, None, 0, word)
+        return JobState(RUNNING, reason, None, 0, word, started_at)
     if word == "COMPLETED":
-        return JobState(COMPLETED, reason, code if code is not None else 0, signal, word)
+        return JobState(COMPLETED, reason, code if code is not None else 0, signal, word, started_at, ended_at)
     if word == "CANCELLED":
-        return JobState(CANCELLED, reason, code, signal, word)
+        return JobState(CANCELLED, reason, code, signal, word, started_at, ended_at)
     because = _FAILED_BECAUSE.get(word)
     if because:
         reason = f"{because} ({reason})" if reason and reason != "NonZeroExitCode" else because
-    return JobState(FAILED, reason, code, signal, word)
+    return JobState(FAILED, reason, code, signal, word, started_at, ended_at)
 
 
 def _exit_code(text: str) -> tuple[int | None, int]:

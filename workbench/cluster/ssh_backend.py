@@ -1,9 +1,11 @@
 """Jobs on a plain SSH host (no scheduler): the job script runs detached from the SSH session
 (``setsid nohup``), as the leader of a process group of its own.
 
-The script writes ``pid`` (its pid and process group) first and ``exit_code`` last, so the job's
-state is: ended with that status when ``exit_code`` is there, running while its process group is
-alive, else gone without a word (killed, or the host restarted). The job id is the process group.
+The script writes ``pid`` (its pid, process group and start time) first and ``exit_code`` (its
+status and end time) last, so the job's state is: ended with that status when ``exit_code`` is
+there, running while its process group is alive, else gone without a word (killed, or the host
+restarted). The times are the host's, so a run's duration is the job's even when no one was
+watching as it ended. The job id is the process group.
 Stop sends SIGTERM to the group (the training helpers checkpoint and exit), or for several
 processes to torchrun's workers alone, as a local run is stopped; cancel sends SIGKILL to the group
 and to every process descended from it (torchrun's workers lead groups of their own).
@@ -31,6 +33,7 @@ from workbench.cluster.jobs import (
     link_lines,
     read_small_file,
     run_ended_lines,
+    time_in,
     setup_lines,
     trainer_argv,
     upload_script,
@@ -60,7 +63,7 @@ class SshBackend:
             "#!/bin/bash",
             f"# Workbench run {spec.run_id} on a plain SSH host; kept in the run folder.",
             'pgid=$(ps -o pgid= -p $$ 2>/dev/null | tr -d " ")',
-            f'echo "$$ ${{pgid:-$$}}" > {pid_file}.part && mv -f {pid_file}.part {pid_file}',
+            f'echo "$$ ${{pgid:-$$}} $(date +%s)" > {pid_file}.part && mv -f {pid_file}.part {pid_file}',
             *environment_lines(spec),
             *setup_lines(spec),
             *link_lines(spec),
@@ -85,7 +88,7 @@ class SshBackend:
                    f"2>> {shlex.quote(spec.stderr_log)} < /dev/null & }}; "
                    f"for i in $(seq {steps}); do [ -s {pid_file} ] && break; sleep 0.05; done; cat {pid_file}")
         result = check_result(conn.run(command, check=False), "start the job")
-        match = re.fullmatch(r"(\d+) (\d+)", result.stdout.strip())
+        match = re.fullmatch(r"(\d+) (\d+)( \d+)?", result.stdout.strip())
         if not match:
             raise ClusterError(f"The job did not start on the host: it recorded no process id in "
                                f"{START_WAIT_S} s. See {spec.stderr_log} there.")
@@ -93,20 +96,27 @@ class SshBackend:
 
     def state(self, conn: Any, job_id: str, remote_run_dir: str = "") -> JobState:
         group = _group(job_id)
-        exit_file = shlex.quote(f"{remote_run_dir}/exit_code")
-        result = conn.run(f"if [ -s {exit_file} ]; then echo \"ended $(cat {exit_file})\"; "
+        exit_file = shlex.quote(f"{remote_run_dir}/{EXIT_CODE_FILE}")
+        pid_file = shlex.quote(f"{remote_run_dir}/{PID_FILE}")
+        result = conn.run(f"echo \"started $(cat {pid_file} 2>/dev/null)\"; "
+                          f"if [ -s {exit_file} ]; then echo \"ended $(cat {exit_file})\"; "
                           f"elif kill -0 -- -{group} 2>/dev/null; then echo running; else echo gone; fi", check=False)
-        answer = result.stdout.strip().split()
+        lines = result.stdout.strip().splitlines()
+        pid = lines[0].split()[1:] if lines and lines[0].startswith("started") else []
+        # The pid file is this job's when it names its group (a resumed run's folder had others).
+        started_at = time_in(" ".join(pid), 2) if pid[1:2] == [group] else None
+        answer = lines[-1].split() if lines else []
         if answer[:1] == ["running"]:
-            return JobState(RUNNING, "", None, 0, "RUNNING")
-        if answer[:1] == ["ended"] and len(answer) == 2 and re.fullmatch(r"-?\d+", answer[1]):
-            code = int(answer[1])
+            return JobState(RUNNING, "", None, 0, "RUNNING", started_at)
+        code = exit_code_in(" ".join(answer[1:])) if answer[:1] == ["ended"] else None
+        if code is not None:
             # bash reports a death by signal N as 128 + N.
             signal = code - 128 if code > 128 else 0
-            return JobState(COMPLETED if code == 0 else FAILED, "", code, signal, "EXITED")
+            return JobState(COMPLETED if code == 0 else FAILED, "", code, signal, "EXITED", started_at,
+                            time_in(" ".join(answer[1:]), 1))
         if answer[:1] == ["gone"]:
             return JobState(UNKNOWN, "the job's processes ended without recording a status (killed, or the "
-                                     "host restarted)", None, 0, "GONE")
+                                     "host restarted)", None, 0, "GONE", started_at)
         check_result(result, f"look at job {job_id}")
         raise ClusterError(f"Could not tell the state of job {job_id}: the host answered {result.stdout.strip()!r}.")
 

@@ -280,12 +280,11 @@ def train_command(project: Path | None, hparams_file: Path | None, nproc: int, o
         info = _start(service, hparams_file, overrides, nproc, remote)
         if as_json:
             _echo_json(_run_data(info))
-        elif info.is_cluster:
-            click.echo(f"Submitted run {info.id} to {info.cluster} (job {info.job_id}). Follow it with "
-                       f"`workbench runs logs -f {info.id}`, stop it with `workbench runs stop {info.id}`.")
-        else:
-            click.echo(f"Started run {info.id} (pid {info.pid}). Follow it with "
-                       f"`workbench runs logs -f {info.id}`, stop it with `workbench runs stop {info.id}`.")
+            return
+        what = (f"Submitted run {info.id} to {info.cluster} (job {info.job_id})" if info.is_cluster
+                else f"Started run {info.id} (pid {info.pid})")
+        click.echo(f"{what}. Follow it with `{_hint(info, 'runs logs -f')}`, stop it with "
+                   f"`{_hint(info, 'runs stop')}`.")
         return
     # Caught from before the start: a Ctrl+C while the run starts stops it once it has (on a
     # cluster: while code and data are being sent, it cancels the start instead).
@@ -335,22 +334,34 @@ def follow_run(service, run_id: str, offsets: tuple[int, int] = (0, 0), logs_to_
     """Print the run's stdout and stderr from ``offsets`` on as they grow, until the run ends;
     returns its RunInfo.
 
-    With ``ctrl_c``, the first Ctrl+C stops the run and a second one terminates it."""
+    With ``ctrl_c``, the first Ctrl+C stops the run and a second one terminates it. While a
+    cluster run's follower cannot reach the cluster, a line on stderr says so (once), and
+    another when it can again."""
+    from workbench.training.log_order import ArrivalReader
+    from workbench.training.run_text import outage_note
+
     folder = service.run_folder(run_id)
-    streams = [(folder.stdout_log, sys.stderr if logs_to_stderr else sys.stdout), (folder.stderr_log, sys.stderr)]
-    offsets = list(offsets)
+    targets = {"stdout": sys.stderr if logs_to_stderr else sys.stdout, "stderr": sys.stderr}
+    logs = ArrivalReader(folder.path, {"stdout": offsets[0], "stderr": offsets[1]})
     handled = 0
     presses = (lambda: ctrl_c.count) if ctrl_c is not None else (lambda: 0)
     run_json = folder.run_json
     info, checked, stamp = None, 0.0, None
+    outage_since = None
     while True:
         # The run is read again when run.json changed, and once a second (a run whose
         # processes died records nothing): reading it is most of what following costs.
         if info is None or _stamp(run_json) != stamp or time.monotonic() - checked > RECHECK_S:
             stamp, checked = _stamp(run_json), time.monotonic()
             info = service.get(run_id)
-        for index, (path, stream) in enumerate(streams):
-            offsets[index] = _copy_new(path, offsets[index], stream)
+            since = info.outage.get("since") if info.outage and info.is_active else None
+            if since != outage_since:
+                if since is not None:
+                    click.echo(f"workbench: {outage_note(info)}", err=True)
+                elif info.is_active:
+                    click.echo(f"workbench: connected to {info.cluster} again.", err=True)
+                outage_since = since
+        _copy_in_order(logs, targets)
         if not info.is_active:
             return info
         if presses() > handled:
@@ -396,13 +407,23 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _copy_new(path: Path, offset: int, stream) -> int:
+def _copy_in_order(logs, targets: dict) -> None:
+    """Copy what the run's stdout and stderr gained since ``logs`` (an ArrivalReader) last read
+    them to ``targets[stream]``, in the order it arrived (see workbench.training.log_order)."""
+    from workbench.training.log_order import log_path
+
+    for stream, start, end in logs.segments():
+        _copy_range(log_path(logs.run_dir, stream), start, end, targets[stream])
+
+
+def _copy_range(path: Path, start: int, end: int, stream) -> None:
+    """Copy bytes ``start`` to ``end`` of ``path`` to ``stream``."""
     try:
         with open(path, "rb") as handle:
-            handle.seek(offset)
-            data = handle.read()
+            handle.seek(start)
+            data = handle.read(end - start)
     except FileNotFoundError:
-        return offset
+        return
     if data:
         target = getattr(stream, "buffer", None)
         if target is not None:
@@ -412,7 +433,6 @@ def _copy_new(path: Path, offset: int, stream) -> int:
         else:
             stream.write(data.decode("utf-8", errors="replace"))
             stream.flush()
-    return offset + len(data)
 
 
 def _summary(info) -> str:
@@ -425,8 +445,16 @@ def _summary(info) -> str:
     if info.error:
         text += f". {info.error}"
     if info.state == "stopped" and info.can_resume:
-        text += f". Resume it with `workbench runs resume {info.id}`"
+        text += f". Resume it with `{_hint(info, 'runs resume')}`"
     return text
+
+
+def _hint(info, command: str, *rest: str) -> str:
+    """``workbench COMMAND [PROJECT] RUN REST…`` for the run ``info``: the project is named
+    unless the current folder is inside it."""
+    from workbench.training.hints import workbench_command
+
+    return workbench_command(info.project_dir, command, info.id, *rest)
 
 
 def _metrics_text(final: dict) -> str:
@@ -467,14 +495,20 @@ def runs_group() -> None:
 @_JSON
 def list_command(project: Path | None, as_json: bool) -> None:
     """List the runs, newest first, with their state, duration and final metrics."""
-    runs = _service(project).list_runs()
+    from workbench.training.hints import workbench_command
+    from workbench.training.run_text import state_text
+
+    service = _service(project)
+    runs = service.list_runs()
     if as_json:
         _echo_json([_run_data(info) for info in runs])
         return
     if not runs:
-        click.echo("No runs yet. Start one with `workbench train`.")
+        click.echo(f"No runs yet. Start one with `{workbench_command(service.project_dir, 'train')}`.")
         return
-    lines = [f"{'ID':<20} {'STATE':<11} {'DURATION':>9}  METRICS"]
+    states = {info.id: state_text(info) for info in runs}
+    width = max(11, *(len(state) for state in states.values()))
+    lines = [f"{'ID':<20} {'STATE':<{width}} {'DURATION':>9}  METRICS"]
     for info in runs:
         duration = _duration(info.duration) if info.duration is not None else "-"
         extra = f"  (from {info.resumed_from})" if info.resumed_from else ""
@@ -483,7 +517,8 @@ def list_command(project: Path | None, as_json: bool) -> None:
         if info.is_cluster:
             reason = f", {info.scheduler_reason}" if info.scheduler_reason and info.is_active else ""
             extra += f"  (on {info.cluster}, job {info.job_id or '-'}{reason})"
-        lines.append(f"{info.id:<20} {info.state:<11} {duration:>9}  {_metrics_text(info.final_metrics)}{extra}")
+        lines.append(f"{info.id:<20} {states[info.id]:<{width}} {duration:>9}  {_metrics_text(info.final_metrics)}"
+                     f"{extra}")
     click.echo("\n".join(lines))
 
 
@@ -492,18 +527,20 @@ def list_command(project: Path | None, as_json: bool) -> None:
 @_JSON
 def show_command(run: str, project: Path | None, as_json: bool) -> None:
     """Show everything recorded about RUN."""
+    from workbench.training.run_text import exit_code_text, problem_text, scheduler_text, state_text
+
     info = _service(project).get(run)
     if as_json:
         _echo_json(_run_data(info))
         return
     rows = [
-        ("run", info.id), ("state", info.state), ("folder", info.run_dir),
+        ("run", info.id), ("state", state_text(info)), ("folder", info.run_dir),
         ("script", info.script), ("hparams", info.hparams_file or "(defaults)"),
         ("overrides", " ".join(info.overrides) or "-"), ("processes", str(info.nproc)),
         ("command", " ".join(info.command)),
         ("started", time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info.started_at)) if info.started_at else "-"),
         ("duration", _duration(info.duration) if info.duration is not None else "-"),
-        ("exit code", "-" if info.exit_code is None else str(info.exit_code)),
+        ("exit code", exit_code_text(info)),
         ("git", (f"{info.git_commit[:12]}{' (with uncommitted changes)' if info.git_dirty else ''}"
                  if info.git_commit else "-")),
         ("resumed from", info.resumed_from or "-"),
@@ -512,14 +549,15 @@ def show_command(run: str, project: Path | None, as_json: bool) -> None:
         ("can resume", "yes" if info.can_resume else ("as a new run" if info.can_resume_as_new else "no")),
     ]
     if info.is_cluster:
-        scheduler = " ".join(filter(None, [info.scheduler_state, f"({info.scheduler_reason})"
-                                           if info.scheduler_reason else ""]))
         rows[3:3] = [("cluster", f"{info.cluster} ({info.backend})"), ("job", info.job_id or "-"),
-                     ("scheduler", scheduler or "-"), ("remote folder", info.remote_run_dir or "-"),
+                     ("scheduler", scheduler_text(info) if info.scheduler_state else "-"),
+                     ("remote folder", info.remote_run_dir or "-"),
                      ("resources", _resources_text(info.resources))]
         rows.append(("products", ", ".join(info.products) or "-"))
     rows += [("warning", warning) for warning in info.warnings]
-    if info.error:
+    if info.outage and info.is_active:
+        rows.append(("note", problem_text(info)))
+    elif info.error:
         rows.append(("error", info.error))
     click.echo("\n".join(f"{name + ':':<16}{value}" for name, value in rows))
 
@@ -547,15 +585,16 @@ def _resume_text(resume: dict) -> str:
 @_project_and_run
 @click.option("-f", "--follow", is_flag=True, help="Keep printing what the run prints until it ends.")
 def logs_command(run: str, project: Path | None, follow: bool) -> None:
-    """Print what RUN printed (stdout, then stderr to stderr)."""
+    """Print what RUN printed (its stderr to stderr), in the order it came where that was
+    recorded (runs on a cluster), else stdout, then stderr."""
     service = _service(project)
     info = service.get(run)
     if follow:
         follow_run(service, info.id)
         return
-    folder = service.run_folder(info.id)
-    _copy_new(folder.stdout_log, 0, sys.stdout)
-    _copy_new(folder.stderr_log, 0, sys.stderr)
+    from workbench.training.log_order import ArrivalReader
+
+    _copy_in_order(ArrivalReader(service.run_folder(info.id).path), {"stdout": sys.stdout, "stderr": sys.stderr})
 
 
 @runs_group.command("pull")
@@ -584,15 +623,20 @@ def stop_command(run: str, project: Path | None, as_json: bool) -> None:
     """Ask RUN to checkpoint and exit (it can be resumed later)."""
     service = _service(project)
     has_checkpoint = service.run_folder(run).latest_checkpoint() is not None
+    queued = service.get(run).state == "pending"
     info = service.stop(run)
+    show = f"`{_hint(info, 'runs show')}` says how it ended."
     if as_json:
         _echo_json(_run_data(info))
+    elif info.is_cluster and queued:
+        click.echo(f"Stopping run {info.id} on {info.cluster}: job {info.job_id} is removed from the queue; it had "
+                   f"not started, so there is nothing to checkpoint. {show}")
     elif info.is_cluster:
         click.echo(f"Stopping run {info.id} on {info.cluster} (job {info.job_id}): it checkpoints and exits, and its "
-                   "checkpoints and outputs come back here. `workbench runs show` says how it ended.")
+                   f"checkpoints and outputs come back here. {show}")
     elif not has_checkpoint:
         click.echo(f"Stopping run {info.id}: it has no checkpoint yet, so unless it saves one as it stops (the "
-                   "training helpers do), it cannot be resumed. `workbench runs show` says how it ended.")
+                   f"training helpers do), it cannot be resumed. {show}")
     else:
         click.echo(f"Stopping run {info.id}: it exits after its current step and checkpoint.")
 
@@ -664,7 +708,7 @@ def resume_command(run: str, project: Path | None, new_run: bool, overrides: tup
         where = f"as run {info.id}" if new_run else f"in run {info.id}"
         process = f"job {info.job_id} on {info.cluster}" if info.is_cluster else f"pid {info.pid}"
         click.echo(f"Resumed from {info.resumed_from if new_run else 'its last checkpoint'} {where} "
-                   f"({process}). Follow it with `workbench runs logs -f {info.id}`.")
+                   f"({process}). Follow it with `{_hint(info, 'runs logs -f')}`.")
 
 
 def _resume(service, run: str, new_run: bool, overrides, cluster: str | None, changes: dict, printer):

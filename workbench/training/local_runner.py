@@ -18,6 +18,7 @@ from pathlib import Path
 
 from workbench.project.atomic_file import write_text_atomically
 from workbench.training.errors import TrainingError
+from workbench.training.hints import workbench_command
 from workbench.training.git_snapshot import take_snapshot
 from workbench.training.log_text import tail_text
 from workbench.training.processes import is_same_process, kill_run, stop_run
@@ -162,14 +163,14 @@ class LocalRunner:
         if latest is None:
             raise TrainingError(f"Run {info.id} has no checkpoint to resume from (its trainer saved none). "
                                 "Start a new run instead.")
+        as_new_run = workbench_command(info.project_dir, "runs resume", info.id, "--new")
         if not new_run and info.state == COMPLETED:
             raise TrainingError(f"Run {info.id} completed, so it cannot be resumed in the same run (its end would "
                                 "run again and replace its outputs). To train it further, resume it as a new run "
-                                f"with more epochs: `workbench runs resume {info.id} --new "
-                                f"--set num_epochs={_more_epochs(info)}`.")
+                                f"with more epochs: `{as_new_run} --set num_epochs={_more_epochs(info)}`.")
         if not new_run and overrides:
             raise TrainingError(f"Changed hyper-parameters ({' '.join(overrides)}) need a new run: resume run "
-                                f"{info.id} as a new run (`workbench runs resume {info.id} --new --set …`).")
+                                f"{info.id} as a new run (`{as_new_run} --set …`).")
         step = int(latest.get("step", 0))
         if new_run:
             return self._resume_as_new_run(info, folder, latest["path"], step, overrides)

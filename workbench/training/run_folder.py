@@ -5,6 +5,7 @@
     command.json      argv, cwd and the environment that differs from Workbench's own
     git.json          commit, branch, dirty;  git.patch: the uncommitted changes
     stdout.log        what the trainer printed (appended to on resume);  stderr.log likewise
+    log-order         for logs Workbench copies (cluster runs): the order the two logs came in
     metrics.jsonl     one JSON record a line
     checkpoints/      step-XXXXXXXX.pt and latest.json;  outputs/: the final model and more
     outcome.json      how the trainer itself says it ended, written by the training helpers:

@@ -80,6 +80,10 @@ class RunInfo:
     scheduler_reason: str = ""          # why it waits or how it ended, as the scheduler says
     products: list[str] = field(default_factory=list)   # run-folder-relative files pulled into outputs/
     pulled_at: float | None = None      # when checkpoints/ and outputs/ were last pulled
+    # While the follower cannot reach the cluster: {"kind": "connection" (the link is lost) or
+    # "scheduler" (it does not answer about the job), "since", "last_try", "next_try": times};
+    # empty otherwise. workbench.training.run_text words it.
+    outage: dict = field(default_factory=dict)
 
     @property
     def duration(self) -> float | None:

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from workbench.training.errors import TrainingError
+from workbench.training.hints import workbench_command
 from workbench.training.local_runner import LocalRunner
 from workbench.training.metrics import MetricsTail, update_final
 from workbench.training.processes import is_same_process
@@ -304,7 +305,7 @@ class RunService:
         matches = sorted(name for name in self._folder_names() if name.startswith(run_id))
         if not matches:
             raise TrainingError(f"There is no run {run_id} in {self.project_dir}. "
-                                "`workbench runs list` shows the runs.")
+                                f"`{workbench_command(self.project_dir, 'runs list')}` shows the runs.")
         if len(matches) > 1:
             shown = ", ".join(matches[:5]) + (" …" if len(matches) > 5 else "")
             raise TrainingError(f"{run_id} could be any of {len(matches)} runs ({shown}). Give more of the id.")

@@ -215,7 +215,9 @@ class Supervisor:
             stop_run(self.info.pgid, self.info.pid_start, self.info.nproc)
 
     def _outcome(self, code: int, stderr_offset: int) -> tuple[str, str]:
-        if self.folder.terminate_requested.exists():
+        # A trainer that exited 0 by itself before the kill reached it (a stop asked for first
+        # had done its work) ended as it says, not terminated.
+        if self.folder.terminate_requested.exists() and code != 0:
             return TERMINATED, ""
         if self.folder.stop_requested.exists():
             if self.folder.latest_checkpoint() is None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from workbench.cluster.widgets.product_notice import ProductNotice, model_among
+from workbench.training import run_text
 
 PULL_COMMAND = "cluster.pullProducts"
 
@@ -21,14 +22,9 @@ PULL_COMMAND = "cluster.pullProducts"
 # --- what a cluster run shows -----------------------------------------------------------------
 
 def scheduler_text(info) -> str:
-    """The scheduler's state and reason, as "pending (Resources)"; "" for a local run."""
-    if not getattr(info, "is_cluster", False):
-        return ""
-    word = (info.scheduler_state or info.state).lower()
-    reason = info.scheduler_reason
-    if not reason and word == "exited" and info.exit_code is not None:
-        reason = f"status {info.exit_code}"  # a plain SSH host has no reasons: its exit status says it
-    return f"{word} ({reason})" if reason else word
+    """The scheduler's state and reason, as "pending (Resources)", or "completed (stopped on
+    request)" for a stop asked for; "" for a local run."""
+    return run_text.scheduler_text(info)
 
 
 def cluster_text(info) -> str:
@@ -101,7 +97,8 @@ class RunsExtension:
         table = panel.table
         table.add_column("Cluster", cluster_text, cluster_tooltip, width=80)
         table.add_column("Job", job_text, cluster_tooltip, width=70)
-        table.add_column("Scheduler", scheduler_text, lambda info: info.error or scheduler_text(info), width=130)
+        table.add_column("Scheduler", scheduler_text, lambda info: run_text.problem_text(info) or scheduler_text(info),
+                         width=130)
         panel.details.add_section("Cluster", cluster_rows)
         panel.add_banner(self.notice)
         panel.session.sig_runs_changed.connect(self.on_runs_changed)

@@ -18,6 +18,10 @@ from workbench.training.widgets.log_links import find_links, link_at
 # Enough for any traceback and a long stretch of training output; older lines scroll away.
 MAX_LOG_LINES = 20_000
 STDERR_COLOUR = "#a1260d"
+# Workbench's own notes in a run's log ("workbench: job step 2.0 stopped on request") are
+# neither the trainer's output nor an error, on either stream.
+NOTE_PREFIX = "workbench: "
+NOTE_COLOUR = "#777777"
 LINK_COLOUR = "#0b62c4"
 
 
@@ -43,6 +47,8 @@ class LogText(QPlainTextEdit):
         self._plain = QTextCharFormat()
         self._error = QTextCharFormat()
         self._error.setForeground(QColor(STDERR_COLOUR))
+        self._note = QTextCharFormat()
+        self._note.setForeground(QColor(NOTE_COLOUR))
         self._link = QTextCharFormat()
         self._link.setForeground(QColor(LINK_COLOUR))
         self._link.setFontUnderline(True)
@@ -54,6 +60,9 @@ class LogText(QPlainTextEdit):
         cursor.movePosition(QTextCursor.MoveOperation.End)
         cursor.beginEditBlock()
         for line in text.splitlines(keepends=True):
+            if line.startswith(NOTE_PREFIX):
+                cursor.insertText(line, self._note)
+                continue
             column = 0
             for link in find_links(line):
                 cursor.insertText(line[column:link.start], base)

@@ -7,10 +7,13 @@ from datetime import datetime
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QLabel, QTabWidget, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
+from workbench.training.run_text import exit_code_text, outage_note, state_text
 from workbench.training.widgets.comparison import format_value
 from workbench.training.widgets.curves import CurvesView
 from workbench.training.widgets.log_view import LogView
 from workbench.training.widgets.runs_table import STATE_COLOURS, format_duration
+
+OUTAGE_COLOUR = "#b06000"
 
 
 class RunDetails(QWidget):
@@ -88,14 +91,18 @@ class RunDetails(QWidget):
             self.tabs.setCurrentWidget(self.log)  # the traceback is what the user needs first
         self._state = info.state
         colour = STATE_COLOURS.get(info.state, "#555")
-        parts = [f"<b>{info.id}</b>", f"<span style='color:{colour}'>{info.state}</span>"]
+        parts = [f"<b>{info.id}</b>", f"<span style='color:{colour}'>{_escape(state_text(info))}</span>"]
         duration = format_duration(info.duration)
         if duration:
             parts.append(duration)
         if info.resumed_from:
             parts.append(f"resumed from {info.resumed_from}")
         text = " · ".join(parts)
-        if info.error:
+        note = outage_note(info)
+        if note:
+            # The run itself is fine: the link to its cluster is not.
+            text += f"<br><span style='color:{OUTAGE_COLOUR}'>{_escape(note)}</span>"
+        elif info.error:
             text += f"<br><span style='color:#d93025'>{_escape(info.error)}</span>"
         self.header.setText(text)
         described = info.to_json()
@@ -140,8 +147,8 @@ class RunDetails(QWidget):
         if not info.is_active:
             add(run, "Ended", _when(info.ended_at))
         if info.exit_code is not None:
-            add(run, "Exit code", info.exit_code)
-        if info.error:
+            add(run, "Exit code", exit_code_text(info))
+        if info.error and not outage_note(info):
             add(run, "Problem", info.error)
         for title, rows_of in self._sections:
             rows = list(rows_of(info) or [])

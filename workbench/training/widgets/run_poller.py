@@ -16,7 +16,7 @@ from typing import Callable
 
 from PySide6.QtCore import QObject, Signal
 
-from workbench.training.widgets.log_tail import LogTail
+from workbench.training.widgets.log_tail import RunLogTail
 
 log = logging.getLogger(__name__)
 
@@ -25,11 +25,12 @@ POLL_SECONDS = 0.1
 
 @dataclass(frozen=True)
 class WatchedRun:
-    """A run to follow: its metrics file and, when its log is shown, its two log files."""
+    """A run to follow: its metrics file and, when its log is shown, its folder (whose stdout.log
+    and stderr.log are read together, in the order they arrived)."""
 
     run_id: str
     metrics_path: Path
-    log_paths: tuple[tuple[str, Path], ...] = ()  # (stream name, path)
+    log_dir: Path | None = None
 
 
 def _service_metrics_tail(path: Path):
@@ -90,13 +91,13 @@ class RunPoller(QObject):
 
     def _loop(self) -> None:
         generation = -1
-        tails: list[tuple[WatchedRun, object, list[tuple[str, LogTail]]]] = []
+        tails: list[tuple[WatchedRun, object, RunLogTail | None]] = []
         while not self._stopped.is_set():
             with self._lock:
                 if generation != self._generation:
                     generation = self._generation
                     tails = [(run, self._make_metrics_tail(run.metrics_path),
-                              [(stream, LogTail(path)) for stream, path in run.log_paths])
+                              RunLogTail(run.log_dir) if run.log_dir is not None else None)
                              for run in self._watched]
             try:
                 tails = self._read(generation, tails)
@@ -116,13 +117,12 @@ class RunPoller(QObject):
             restarted = bool(getattr(metrics, "restarted", False))
             if records or restarted:
                 self.sig_metrics_read.emit(generation, run.run_id, records, restarted)
-            for stream, tail in logs:
-                try:
-                    text = tail.read_new()
-                except OSError as exc:
-                    log.warning("Cannot read %s: %s", tail.path, exc)
-                    text = ""
-                if text:
-                    self.sig_log_read.emit(generation, run.run_id, stream, text)
+            try:
+                pieces = logs.read_new() if logs is not None else []
+            except OSError as exc:
+                log.warning("Cannot read the log of %s: %s", run.run_id, exc)
+                pieces = []
+            for stream, text in pieces:
+                self.sig_log_read.emit(generation, run.run_id, stream, text)
             kept.append((run, metrics, logs))
         return kept

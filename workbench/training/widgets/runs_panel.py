@@ -234,9 +234,7 @@ class RunsPanel(QWidget):
             self.details.show_run(row)
             self.detail_stack.setCurrentWidget(self.details)
             run_dir = Path(row.info.run_dir)
-            self._generation = self.poller.watch([WatchedRun(
-                row.id, run_dir / "metrics.jsonl",
-                (("stdout", run_dir / "stdout.log"), ("stderr", run_dir / "stderr.log")))])
+            self._generation = self.poller.watch([WatchedRun(row.id, run_dir / "metrics.jsonl", run_dir)])
         else:
             self.compare.show_runs(rows)
             self.detail_stack.setCurrentWidget(self.compare)

@@ -11,6 +11,7 @@ from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTreeWidget, QTreeWidgetItem, QWidget
 
+from workbench.training.run_text import problem_text, state_text
 from workbench.training.widgets.comparison import format_value
 
 COLUMNS = ("Run", "State", "Hyper-parameters", "Started", "Duration", "loss", "acc", "val_acc")
@@ -167,15 +168,16 @@ class RunsTable(QTreeWidget):
         tooltip = [f"Run {info.id}", f"Folder: {info.run_dir}"]
         if info.resumed_from:
             tooltip.append(f"Resumed from {info.resumed_from}")
-        if info.error:
-            tooltip.append(info.error)
+        problem = problem_text(info)
+        if problem:
+            tooltip.append(problem)
         item.setToolTip(COLUMN_RUN, "\n".join(tooltip))
         if info.state not in self._icons:
             self._icons[info.state] = state_icon(info.state)
         item.setIcon(COLUMN_STATE, self._icons[info.state])
-        item.setText(COLUMN_STATE, info.state)
+        item.setText(COLUMN_STATE, state_text(info))
         item.setForeground(COLUMN_STATE, QBrush(QColor(STATE_COLOURS.get(info.state, "#555"))))
-        item.setToolTip(COLUMN_STATE, info.error or info.state)
+        item.setToolTip(COLUMN_STATE, problem or info.state)
         item.setText(COLUMN_SOURCE, source_text(info))
         item.setToolTip(COLUMN_SOURCE, source_tooltip(info))
         item.setText(COLUMN_STARTED, format_started(info.started_at or info.created_at))

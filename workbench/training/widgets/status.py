@@ -8,6 +8,7 @@ from typing import Callable
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QToolButton
 
+from workbench.training.run_text import state_text
 from workbench.training.widgets.runs_table import state_icon
 from workbench.training.widgets.session import TrainingSession
 
@@ -31,7 +32,7 @@ class ActiveRunsButton(QToolButton):
             return
         if len(active) == 1:
             info = active[0].info
-            self.setText(f"Training: {info.id} {info.state}")
+            self.setText(f"Training: {info.id} {state_text(info)}")
         else:
             self.setText(f"Training: {len(active)} runs")
         self.setToolTip("Show the Runs panel")
