@@ -21,7 +21,7 @@ if [ -n "$missing" ]; then
 fi
 
 stamp=.venv/.workbench-installed
-want=$(cat pyproject.toml plugins/workbench-mnn/pyproject.toml | sha256sum | cut -d' ' -f1)
+want=$(cat pyproject.toml plugins/workbench-mnn/pyproject.toml device_sdk/pyproject.toml | sha256sum | cut -d' ' -f1)
 
 if [ ! -x .venv/bin/python ]; then
     "$python" -m venv .venv
@@ -32,6 +32,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     .venv/bin/pip install --disable-pip-version-check -q "torch==2.13.0" 2>&1 | grep -v "is ignored" || true
     .venv/bin/pip install --disable-pip-version-check -q -e '.[test]' 2>&1 | grep -v "is ignored" || true
     .venv/bin/pip install --disable-pip-version-check -q -e plugins/workbench-mnn 2>&1 | grep -v "is ignored" || true
+    .venv/bin/pip install --disable-pip-version-check -q -e 'device_sdk[mdns]' 2>&1 | grep -v "is ignored" || true
     .venv/bin/python -c "import torch, PySide6, workbench" || { echo "The install failed; see above." >&2; exit 1; }
     echo "$want" > "$stamp"
 fi

@@ -1,0 +1,364 @@
+"""A small synchronous client of the debug link: what a host needs to pair with an agent,
+authenticate, push models, run, benchmark, verify and follow the device's log.
+
+One ``DeviceClient`` is one connection (and at most one session); it is not thread-safe. Errors
+the agent answers raise ``RemoteError`` (with the protocol's ``code``); a connection that drops
+raises ``ConnectionClosed`` (or the socket's own ``OSError``).
+
+    with DeviceClient("127.0.0.1", 7300) as device:
+        device.hello(host_id)
+        secret = device.pair(host_id, "my laptop", "123456")  # once; later: authenticate()
+        device.open_session("onnxruntime")
+        sha = device.push_model("model.onnx").sha256
+        model = device.load_model(sha)
+        outputs, run_ms = device.run(model["model"], {"x": x})
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Deque, Dict, Optional, Tuple, Union
+
+from workbench_device import __version__
+from workbench_device.protocol import (
+    MAX_CHUNK,
+    VERSION,
+    ConnectionClosed,
+    Err,
+    Frame,
+    Msg,
+    ProtocolError,
+    RemoteError,
+    hmac_proof,
+    new_nonce,
+    ok,
+    pack_tensors,
+    proofs_match,
+    unpack_tensors,
+)
+from workbench_device.wire import FrameSocket, tune
+
+DEFAULT_TIMEOUT_S = 60.0
+PUSH_CHUNK = 2 * 1024 * 1024
+# Chunks sent before the first one's reply is awaited: the agent hashes and writes while the
+# next ones are on the way.
+PUSH_WINDOW = 8
+LOG_BACKLOG = 10000
+
+
+def sha256_of(source: Union[str, Path, bytes, bytearray, memoryview]) -> str:
+    """The sha256 of a file (by path) or of bytes."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return hashlib.sha256(source).hexdigest()
+    digest = hashlib.sha256()
+    buffer = bytearray(1024 * 1024)
+    view = memoryview(buffer)
+    with open(source, "rb", buffering=0) as stream:
+        while True:
+            n = stream.readinto(buffer)
+            if not n:
+                break
+            digest.update(view[:n])
+    return digest.hexdigest()
+
+
+@dataclass
+class PushResult:
+    sha256: str
+    size: int
+    sent: int          # bytes that went over the wire this time
+    resumed_from: int  # bytes the device had already (the size when it had the whole model)
+
+    @property
+    def skipped(self) -> bool:
+        return self.sent == 0 and self.resumed_from == self.size
+
+
+class DeviceClient:
+    """One connection to an agent. ``on_log(frame)`` is called for each ``log`` frame that
+    arrives while waiting for a reply (they are also kept in ``logs``)."""
+
+    def __init__(self, host: str, port: int, timeout: float = DEFAULT_TIMEOUT_S,
+                 connect_timeout: float = 10.0,
+                 on_log: Optional[Callable[[Dict[str, Any]], None]] = None):
+        self.host = host
+        self.port = port
+        self.timeout = timeout
+        sock = socket.create_connection((host, port), timeout=connect_timeout)
+        tune(sock)
+        sock.settimeout(timeout)
+        self.fs = FrameSocket(sock)
+        self.on_log = on_log
+        self.logs: Deque[Dict[str, Any]] = collections.deque(maxlen=LOG_BACKLOG)
+        self.hello_reply: Dict[str, Any] = {}
+        self.session_id: Optional[str] = None
+        self._next_id = 1
+        self._closed = False
+
+    # --- frames ---
+
+    def send(self, kind: str, payload: Any = b"", **fields: Any) -> int:
+        """Send a request; its id."""
+        request_id = self._next_id
+        self._next_id += 1
+        header = {"type": kind, "id": request_id}
+        header.update(fields)
+        self.fs.send(header, payload)
+        return request_id
+
+    def read_frame(self, timeout: Optional[float] = None) -> Frame:
+        """The next frame from the agent, whatever it is."""
+        self.fs.sock.settimeout(self.timeout if timeout is None else timeout)
+        head = self.fs.recv_head()
+        if head is None:
+            raise ConnectionClosed(f"the device at {self.host}:{self.port} closed the connection")
+        header, payload_len = head
+        payload = self.fs.recv_payload(payload_len) if payload_len else b""
+        return Frame(header, payload)
+
+    def receive(self, request_id: int, timeout: Optional[float] = None) -> Frame:
+        """The reply to ``request_id``; RemoteError for an ``error`` reply. Log frames arriving
+        meanwhile go to ``logs`` / ``on_log``."""
+        while True:
+            frame = self.read_frame(timeout)
+            kind = frame.type
+            if kind == Msg.LOG and frame.id is None:
+                self._got_log(frame.header)
+                continue
+            if kind == Msg.ERROR and frame.id in (request_id, None):
+                header = frame.header
+                extra = {k: v for k, v in header.items()
+                         if k not in ("type", "id", "code", "message")}
+                raise RemoteError(str(header.get("code") or Err.INTERNAL),
+                                  str(header.get("message") or "the device reported an error"),
+                                  **extra)
+            if frame.id == request_id:
+                return frame
+            # A reply to a request abandoned after an error (a pipelined push): not ours.
+
+    def request(self, kind: str, payload: Any = b"", timeout: Optional[float] = None,
+                **fields: Any) -> Frame:
+        """Send a request and wait for its reply."""
+        frame = self.receive(self.send(kind, payload, **fields), timeout)
+        if frame.type != ok(kind):
+            raise ProtocolError(Err.BAD_FRAME, f"the device answered {kind} with {frame.type!r}")
+        return frame
+
+    def _got_log(self, header: Dict[str, Any]) -> None:
+        self.logs.append(header)
+        if self.on_log is not None:
+            self.on_log(header)
+
+    # --- handshake ---
+
+    def hello(self, host_id: Optional[str] = None) -> Dict[str, Any]:
+        """The agent's hello (name, device_id, whether ``host_id`` is paired, the nonce)."""
+        fields: Dict[str, Any] = {"client": f"workbench-device-client/{__version__}",
+                                  "protocol": VERSION}
+        if host_id:
+            fields["host_id"] = host_id
+        reply = self.request(Msg.HELLO, **fields).header
+        if reply.get("protocol") != VERSION:
+            raise ProtocolError(Err.BAD_REQUEST, f"the device speaks protocol "
+                                                 f"{reply.get('protocol')}, this host {VERSION}: "
+                                                 "update the older side")
+        self.hello_reply = reply
+        return reply
+
+    def pair(self, host_id: str, host_name: str, code: str) -> str:
+        """Pair with the code the device shows; the secret for later connections (this one is
+        authenticated already)."""
+        return str(self.request(Msg.PAIR, host_id=host_id, host_name=host_name,
+                                code=str(code)).header["secret"])
+
+    def authenticate(self, host_id: str, secret: str) -> None:
+        """Prove this host holds ``secret`` and check that the device does too (after hello)."""
+        nonce = self.hello_reply.get("nonce")
+        if not nonce:
+            raise ProtocolError(Err.BAD_REQUEST, "send hello before authenticating")
+        host_nonce = new_nonce()
+        reply = self.request(Msg.AUTH, host_id=host_id, host_nonce=host_nonce,
+                             proof=hmac_proof(secret, nonce, host_nonce)).header
+        if not proofs_match(hmac_proof(secret, host_nonce, nonce), reply.get("proof_agent")):
+            raise ProtocolError(Err.AUTH_FAILED, f"the device at {self.host}:{self.port} does not "
+                                                 "hold this host's secret: it is not the device "
+                                                 "that was paired; pair again")
+
+    # --- device and session ---
+
+    def info(self) -> Dict[str, Any]:
+        return _fields(self.request(Msg.INFO))
+
+    def open_session(self, runtime: str = "onnxruntime", threads: int = 1) -> str:
+        reply = self.request(Msg.SESSION_OPEN, runtime=runtime, threads=threads).header
+        self.session_id = reply["session_id"]
+        return self.session_id
+
+    # --- models ---
+
+    def has_model(self, sha256: str) -> Optional[int]:
+        """The size of the model on the device, None when it is not there."""
+        reply = self.request(Msg.MODEL_HAS, sha256=sha256).header
+        return reply.get("size") if reply.get("present") else None
+
+    def push_model(self, source: Union[str, Path, bytes, bytearray, memoryview],
+                   name: Optional[str] = None, sha256: Optional[str] = None,
+                   chunk_size: int = PUSH_CHUNK, window: int = PUSH_WINDOW,
+                   progress: Optional[Callable[[int, int], None]] = None) -> PushResult:
+        """Push a model (a file's path or bytes) unless the device has it; a push that was cut
+        off goes on where the device's copy ends. ``progress(done, size)`` after each chunk."""
+        chunk_size = max(1, min(chunk_size, MAX_CHUNK))
+        in_memory = isinstance(source, (bytes, bytearray, memoryview))
+        size = len(memoryview(source).cast("B")) if in_memory else os.stat(source).st_size
+        sha256 = sha256 or sha256_of(source)
+        if name is None and not in_memory:
+            name = Path(source).name
+        begin = self.request(Msg.PUSH_BEGIN, sha256=sha256, size=size, name=name).header
+        offset = int(begin["offset"])
+        if begin.get("present", offset >= size):
+            if progress is not None:
+                progress(size, size)
+            return PushResult(sha256, size, 0, offset)
+        file = None if in_memory else open(source, "rb")
+        data = memoryview(source).cast("B") if in_memory else None
+        try:
+            pending: Deque[Tuple[int, int]] = collections.deque()
+            position = offset
+            while position < size:
+                n = min(chunk_size, size - position)
+                request_id = self._next_id
+                self._next_id += 1
+                header = {"type": Msg.PUSH_CHUNK, "id": request_id, "sha256": sha256,
+                          "offset": position}
+                if data is not None:
+                    self.fs.send(header, data[position:position + n])
+                else:
+                    self.fs.send_file_range(header, file, position, n)
+                position += n
+                pending.append((request_id, position))
+                while len(pending) >= max(1, window) or (position >= size and pending):
+                    done_id, done = pending.popleft()
+                    self.receive(done_id)
+                    if progress is not None:
+                        progress(done, size)
+        finally:
+            if file is not None:
+                file.close()
+        end = self.request(Msg.PUSH_END, sha256=sha256).header
+        return PushResult(sha256, int(end["size"]), size - offset, offset)
+
+    def load_model(self, sha256: str, name: Optional[str] = None) -> Dict[str, Any]:
+        """Load a pushed model in the session; the reply (``model`` handle, inputs, outputs,
+        init_ms)."""
+        fields: Dict[str, Any] = {"sha256": sha256}
+        if name:
+            fields["name"] = name
+        return _fields(self.request(Msg.MODEL_LOAD, **fields))
+
+    def run(self, model: str, inputs: Dict[str, Any],
+            timeout: Optional[float] = None) -> Tuple[Dict[str, Any], float]:
+        """The model's outputs (numpy arrays by name) for ``inputs``, and the device's run time
+        in milliseconds."""
+        packed = pack_tensors(inputs)
+        reply = self.request(Msg.MODEL_RUN, packed.buffers, timeout=timeout, model=model,
+                             tensors=packed.descriptors)
+        outputs = unpack_tensors(reply.header.get("tensors", []), reply.payload)
+        return outputs, float(reply.header.get("run_ms", 0.0))
+
+    def bench(self, model: str, warmup: int = 5, runs: int = 50, batch: Optional[int] = None,
+              inputs: Optional[Dict[str, Any]] = None,
+              timeout: Optional[float] = None) -> Dict[str, Any]:
+        """Latency figures (init_ms, p50_ms, p90_ms, p99_ms, mean_ms, peak_rss_bytes…)."""
+        fields: Dict[str, Any] = {"model": model, "warmup": warmup, "runs": runs}
+        if batch is not None:
+            fields["batch"] = batch
+        payload: Any = b""
+        if inputs is not None:
+            packed = pack_tensors(inputs)
+            fields["tensors"] = packed.descriptors
+            payload = packed.buffers
+        return _fields(self.request(Msg.MODEL_BENCH, payload,
+                                    timeout=timeout or max(self.timeout, 600.0), **fields))
+
+    # --- files and scripts ---
+
+    def put_file(self, path: str, data: Union[bytes, bytearray, memoryview, str, Path]
+                 ) -> Dict[str, Any]:
+        """Write ``data`` (bytes, or a local file's path) to ``path`` in the session's folder."""
+        if isinstance(data, (str, Path)):
+            data = Path(data).read_bytes()
+        size = len(memoryview(data).cast("B"))
+        return _fields(self.request(Msg.FILE_PUT, data, path=path, size=size))
+
+    def get_file(self, path: str) -> bytes:
+        return bytes(self.request(Msg.FILE_GET, path=path).payload)
+
+    def run_script(self, path: str, model: Optional[str] = None,
+                   timeout_s: float = 60.0) -> Dict[str, Any]:
+        """Run a script in the session's folder (``model``: a loaded model's handle or a
+        pushed model's sha256); exit_code, stdout, stderr, result."""
+        fields: Dict[str, Any] = {"path": path, "timeout_s": timeout_s}
+        if model:
+            fields["model"] = model
+        return _fields(self.request(Msg.SCRIPT_RUN, timeout=timeout_s + self.timeout, **fields))
+
+    # --- logs ---
+
+    def subscribe_logs(self, level: str = "info") -> None:
+        self.request(Msg.LOGS_SUBSCRIBE, level=level)
+
+    def next_log(self, timeout: float = 5.0) -> Optional[Dict[str, Any]]:
+        """The next log line (kept ones first), None when none comes within ``timeout``."""
+        if self.logs:
+            return self.logs.popleft()
+        try:
+            frame = self.read_frame(timeout)
+        except socket.timeout:
+            return None
+        if frame.type == Msg.LOG:
+            if self.on_log is not None:
+                self.on_log(frame.header)
+            return frame.header
+        return None
+
+    # --- closing ---
+
+    def close(self) -> None:
+        """Say goodbye (when the connection is still up) and close it."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.fs.sock.settimeout(2.0)
+            self.request(Msg.CLOSE, timeout=2.0)
+        except (OSError, ProtocolError):
+            pass
+        self.fs.close()
+
+    def __enter__(self) -> "DeviceClient":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def _fields(frame: Frame) -> Dict[str, Any]:
+    return {k: v for k, v in frame.header.items() if k not in ("type", "id")}
+
+
+def connect(host: str, port: int, host_id: str, secret: str,
+            timeout: float = DEFAULT_TIMEOUT_S) -> DeviceClient:
+    """A connection to the agent at ``host:port``, said hello to and authenticated."""
+    client = DeviceClient(host, port, timeout=timeout)
+    try:
+        client.hello(host_id)
+        client.authenticate(host_id, secret)
+    except BaseException:
+        client.fs.close()
+        raise
+    return client

@@ -1,0 +1,425 @@
+"""One host connection to the agent: its frames, its authentication, its session.
+
+Every request goes to the method ``on_<type>`` (dots as underscores: ``push.chunk`` ->
+``on_push_chunk``), which returns the reply's fields (and payload). Whatever goes wrong stays
+with this connection: a request's error becomes an ``error`` reply; bytes that are no frame get
+one ``error`` (bad_frame / too_large) and the connection is closed; nothing here stops the agent.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import time
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
+
+from workbench_device import __version__, logs
+from workbench_device.auth import verify_host
+from workbench_device.bench import benchmark
+from workbench_device.device_info import describe
+from workbench_device.protocol import (
+    MAX_CHUNK,
+    VERSION,
+    ConnectionClosed,
+    Err,
+    FrameError,
+    Msg,
+    ProtocolError,
+    check_sha256,
+    error_header,
+    field_of,
+    new_nonce,
+    ok,
+    pack_tensors,
+    unpack_tensors,
+)
+from workbench_device.runtimes import check_runtime, load_model
+from workbench_device.scripts import run_script
+from workbench_device.sessions import Session
+from workbench_device.wire import STREAM_BUFFER, FrameSocket, tune
+
+if TYPE_CHECKING:
+    from workbench_device.agent import Agent
+
+log = logging.getLogger(__name__)
+
+AGENT_NAME = f"workbench-device-agent/{__version__}"
+# A connection that has not authenticated gets no more than this much payload read for it.
+BEFORE_AUTH_PAYLOAD = 64 * 1024
+MAX_MODELS_PER_SESSION = 32
+MAX_THREADS = 256
+
+
+class Reply:
+    """What a handler answers: the reply's fields and a payload (buffers, or an open file's
+    descriptor and size to send with sendfile)."""
+
+    def __init__(self, fields: Optional[Dict[str, Any]] = None, payload: Any = b"",
+                 file_fd: Optional[int] = None, file_size: int = 0):
+        self.fields = fields or {}
+        self.payload = payload
+        self.file_fd = file_fd
+        self.file_size = file_size
+
+
+class Payload:
+    """The payload of the frame being handled, still in the socket until a handler takes it."""
+
+    def __init__(self, fs: FrameSocket, length: int, buffer: Callable[[], bytearray]):
+        self.fs = fs
+        self.length = length
+        self._buffer = buffer
+        self.taken = False
+        # Set when a handler failed part-way through the payload: where the next frame starts
+        # is lost, so the connection has to close.
+        self.broken = False
+
+    def read(self) -> bytearray:
+        self.taken = True
+        return self.fs.recv_payload(self.length)
+
+    def stream(self, consume: Callable[[memoryview], None],
+               next_buffer: Optional[Callable[[], bytearray]] = None) -> None:
+        """Pass the payload to ``consume`` piece by piece (see ``FrameSocket.recv_stream``)."""
+        self.taken = True
+        try:
+            buffer = None if next_buffer is not None else self._buffer()
+            self.fs.recv_stream(self.length, consume, buffer, next_buffer)
+        except ConnectionClosed:
+            raise
+        except BaseException:
+            self.broken = True
+            raise
+
+    def discard(self) -> None:
+        if not self.taken:
+            self.taken = True
+            self.fs.discard(self.length)
+
+
+class AgentConnection:
+    """Serves one accepted socket until it closes (``serve`` runs on the connection's thread)."""
+
+    def __init__(self, agent: "Agent", sock: socket.socket, peer: str):
+        self.agent = agent
+        self.sock = sock
+        self.peer = peer
+        tune(sock)
+        self.fs = FrameSocket(sock, max_payload=agent.max_payload)
+        self.nonce: Optional[str] = None
+        self.host_id: Optional[str] = None
+        self.session: Optional[Session] = None
+        self.subscription: Optional[logs.LogSubscription] = None
+        self._closing = False
+        self._stream_buffer: Optional[bytearray] = None
+        self._handlers: Dict[str, Callable[[Dict[str, Any], Payload], Optional[Reply]]] = {
+            name: getattr(self, "on_" + name.replace(".", "_")) for name in Msg.REQUESTS}
+
+    @property
+    def authenticated(self) -> bool:
+        return self.host_id is not None
+
+    # --- the loop ---
+
+    def serve(self) -> None:
+        logs.context.agent = self.agent
+        log.debug("connection from %s", self.peer)
+        try:
+            while not self._closing and self._serve_one():
+                pass
+        except Exception:  # a bug here must end this connection only
+            log.exception("connection from %s failed", self.peer)
+        finally:
+            self.cleanup()
+
+    def _serve_one(self) -> bool:
+        """Read and answer one frame; False when the connection is over."""
+        try:
+            self.sock.settimeout(None)  # a host may stay quiet between requests for hours
+            head = self.fs.recv_head(
+                on_first_byte=lambda: self.sock.settimeout(self.agent.frame_timeout_s))
+        except FrameError as exc:
+            log.warning("%s sent a bad frame: %s; closing that connection", self.peer, exc.message)
+            self._send_error(exc, None)
+            return False
+        except (ConnectionClosed, socket.timeout) as exc:
+            log.info("connection from %s ended inside a frame (%s)", self.peer, exc)
+            return False
+        except OSError:
+            return False
+        if head is None:
+            log.debug("%s closed the connection", self.peer)
+            return False
+        header, payload_len = head
+        request_id = header.get("id")
+        valid_id = request_id is None or (isinstance(request_id, int)
+                                          and not isinstance(request_id, bool))
+        payload = Payload(self.fs, payload_len, self._buffer)
+        kind = header.get("type")
+        try:
+            if not valid_id:
+                request_id = None
+                raise ProtocolError(Err.BAD_REQUEST, "'id' must be an integer")
+            if not isinstance(kind, str):
+                raise ProtocolError(Err.BAD_REQUEST, "the header needs 'type', a message name")
+            if not self.authenticated and kind not in Msg.BEFORE_AUTH:
+                raise ProtocolError(Err.NOT_AUTHENTICATED,
+                                    f"{kind} needs an authenticated connection: pair with the "
+                                    "device, or send auth first")
+            handler = self._handlers.get(kind)
+            if handler is None:
+                raise ProtocolError(Err.UNKNOWN_TYPE, f"unknown message type {kind!r}")
+            if not self.authenticated and payload_len > BEFORE_AUTH_PAYLOAD:
+                raise FrameError(Err.TOO_LARGE, f"{kind} takes no payload of {payload_len} bytes")
+            if kind == Msg.PUSH_CHUNK and payload_len > MAX_CHUNK:
+                raise FrameError(Err.TOO_LARGE, f"a push.chunk of {payload_len} bytes is over the "
+                                                f"{MAX_CHUNK}-byte limit")
+            reply = handler(header, payload)
+            payload.discard()
+            if reply is not None:
+                self._send_reply(kind, request_id, reply)
+        except FrameError as exc:
+            log.warning("%s: %s; closing that connection", self.peer, exc.message)
+            self._send_error(exc, request_id)
+            return False
+        except ProtocolError as exc:
+            log.debug("%s: %s failed: %s", self.peer, kind, exc)
+            return self._after_error(exc, request_id, payload)
+        except (ConnectionClosed, ConnectionError, socket.timeout) as exc:
+            log.info("connection from %s ended during %s (%s)", self.peer, kind, exc)
+            return False
+        except Exception as exc:
+            log.exception("%s: %s failed", self.peer, kind)
+            error = ProtocolError(Err.INTERNAL, f"the agent failed on {kind}: {exc}")
+            return self._after_error(error, request_id, payload)
+        return True
+
+    def _after_error(self, exc: ProtocolError, request_id: Optional[int], payload: Payload) -> bool:
+        """Answer ``exc``; False when the connection cannot go on (the payload is half-read, or
+        is too large to read for a host that has not authenticated)."""
+        go_on = not payload.broken
+        if go_on and not payload.taken:
+            if not self.authenticated and payload.length > BEFORE_AUTH_PAYLOAD:
+                go_on = False
+            else:
+                try:
+                    payload.discard()
+                except (OSError, ConnectionClosed):
+                    return False
+        self._send_error(exc, request_id)
+        return go_on
+
+    def _send_error(self, exc: ProtocolError, request_id: Optional[int]) -> None:
+        try:
+            self.fs.send(error_header(exc.code, exc.message, request_id, **exc.extra))
+        except (OSError, ValueError, ProtocolError):
+            pass
+
+    def _send_reply(self, kind: str, request_id: Optional[int], reply: Reply) -> None:
+        header = {"type": ok(kind), "id": request_id}
+        header.update(reply.fields)
+        if reply.file_fd is not None:
+            with os.fdopen(reply.file_fd, "rb") as file:
+                self.fs.send_file_range(header, file, 0, reply.file_size)
+        else:
+            self.fs.send(header, reply.payload)
+
+    def close(self) -> None:
+        """End the connection from another thread (the agent is stopping)."""
+        self._closing = True
+        self.fs.shutdown()
+
+    def cleanup(self) -> None:
+        self.agent.logs.unsubscribe(self.subscription)
+        self.subscription = None
+        self.agent.store.release(self)
+        self.agent.sessions.close(self.session)
+        self.session = None
+        self.fs.close()
+        self.agent.forget(self)
+
+    # --- helpers ---
+
+    def _buffer(self) -> bytearray:
+        """The connection's buffer for streamed payloads (made on first use: most connections
+        never stream one)."""
+        if self._stream_buffer is None:
+            self._stream_buffer = bytearray(STREAM_BUFFER)
+        return self._stream_buffer
+
+    def _session(self) -> Session:
+        if self.session is None:
+            raise ProtocolError(Err.BAD_REQUEST, "open a session first (session.open)")
+        return self.session
+
+    # --- handshake ---
+
+    def on_hello(self, header: Dict[str, Any], payload: Payload) -> Reply:
+        host_id = header.get("host_id")
+        paired = isinstance(host_id, str) and host_id in self.agent.paired_hosts
+        self.nonce = new_nonce()
+        client = header.get("client")
+        if isinstance(client, str):
+            log.debug("%s says hello (%s)", self.peer, client[:100])
+        return Reply({"agent": AGENT_NAME, "protocol": VERSION, "name": self.agent.name,
+                      "device_id": self.agent.device_id, "paired": paired,
+                      "auth": "challenge" if paired else "pairing", "nonce": self.nonce})
+
+    def on_pair(self, header: Dict[str, Any], payload: Payload) -> Reply:
+        host_id = field_of(header, "host_id", str)
+        if not 0 < len(host_id) <= 200:
+            raise ProtocolError(Err.BAD_REQUEST, "'host_id' must be 1 to 200 characters")
+        host_name = str(header.get("host_name") or host_id)[:200]
+        code = field_of(header, "code", (str, int))
+        if isinstance(code, int):
+            code = f"{code:06d}"
+        secret = self.agent.pairing.pair(host_id, host_name, code)
+        # Knowing the code is as good as a proof: this connection goes on authenticated.
+        self.host_id = host_id
+        return Reply({"secret": secret})
+
+    def on_auth(self, header: Dict[str, Any], payload: Payload) -> Reply:
+        if self.nonce is None:
+            raise ProtocolError(Err.BAD_REQUEST, "send hello first: auth answers its nonce")
+        host_id = field_of(header, "host_id", str)
+        proof_agent = verify_host(self.agent.paired_hosts, host_id, self.nonce,
+                                  header.get("host_nonce"), header.get("proof"))
+        self.host_id = host_id
+        log.info("host %s authenticated from %s", host_id, self.peer)
+        return Reply({"proof_agent": proof_agent})
+
+    def on_close(self, header: Dict[str, Any], payload: Payload) -> Reply:
+        self._closing = True
+        return Reply()
+
+    # --- the device ---
+
+    def on_info(self, header: Dict[str, Any], payload: Payload) -> Reply:
+        info = describe(self.agent.name, self.agent.device_id, len(self.agent.sessions))
+        info["max_sessions"] = self.agent.sessions.max_sessions
+        info["session_id"] = self.session.id if self.session else None
+        return Reply(info)
+
+    def on_session_open(self, header: Dict[str, Any], payload: Payload) -> Reply:
+        if self.session is not None:
+            raise ProtocolError(Err.BAD_REQUEST, f"this connection has session {self.session.id} "
+                                                 "already; open another connection for another")
+        runtime = check_runtime(header.get("runtime") or "onnxruntime")
+        threads = field_of(header, "threads", int, 1)
+        if not 1 <= threads <= MAX_THREADS:
+            raise ProtocolError(Err.BAD_REQUEST, f"'threads' must be from 1 to {MAX_THREADS}")
+        self.session = self.agent.sessions.open(runtime, threads, self.peer)
+        return Reply({"session_id": self.session.id, "runtime": runtime, "threads": threads})
+
+    def on_logs_subscribe(self, header: Dict[str, Any], payload: Payload) -> None:
+        level = logs.level_of(header.get("level"))
+        self.agent.logs.unsubscribe(self.subscription)
+        self.subscription = self.agent.logs.subscribe(self.fs.send, level)
+        # Lines logged from now on are collected; they go out after the reply.
+        self._send_reply(Msg.LOGS_SUBSCRIBE, header.get("id"),
+                         Reply({"level": logs.level_name(level)}))
+        self.subscription.start()
+        log.info("%s follows the device log (%s and above)", self.peer, logs.level_name(level))
+        return None
+
+    # --- models ---
+
+    def on_model_has(self, header: Dict[str, Any], payload: Payload) -> Reply:
+        sha256 = check_sha256(header.get("sha256"))
+        size = self.agent.store.size_of(sha256)
+        return Reply({"sha256": sha256, "present": size is not None, "size": size})
+
+    def on_push_begin(self, header: Dict[str, Any], payload: Payload) -> Reply:
+        sha256 = check_sha256(header.get("sha256"))
+        offset = self.agent.store.begin(sha256, header.get("size"), self)
+        present = self.agent.store.size_of(sha256) is not None
+        if present:
+            log.info("%s: model %s… (%s) is here already", self.peer, sha256[:12],
+                     header.get("name") or "?")
+        return Reply({"sha256": sha256, "offset": offset, "present": present})
+
+    def on_push_chunk(self, header: Dict[str, Any], payload: Payload) -> Reply:
+        sha256 = check_sha256(header.get("sha256"))
+        offset = field_of(header, "offset", int)
+        received = self.agent.store.receive(sha256, offset, payload.length, self, payload.stream)
+        return Reply({"received": received})
+
+    def on_push_end(self, header: Dict[str, Any], payload: Payload) -> Reply:
+        sha256 = check_sha256(header.get("sha256"))
+        size = self.agent.store.end(sha256, self)
+        return Reply({"sha256": sha256, "size": size})
+
+    def on_model_load(self, header: Dict[str, Any], payload: Payload) -> Reply:
+        session = self._session()
+        sha256 = check_sha256(header.get("sha256"))
+        name = str(header.get("name") or "")[:200]
+        if len(session.models) >= MAX_MODELS_PER_SESSION:
+            raise ProtocolError(Err.BUSY, f"a session holds at most {MAX_MODELS_PER_SESSION} "
+                                          "models; open a new session")
+        path = self.agent.store.model_file(sha256)
+        model = load_model(session.runtime, path, sha256, name, session.threads)
+        handle = session.add_model(model)
+        log.info("session %s loaded %s (%s…) in %.1f ms with %s", session.id, name or "a model",
+                 sha256[:12], model.init_ms, session.runtime)
+        fields = {"model": handle, "runtime": session.runtime}
+        fields.update(model.describe())
+        return Reply(fields)
+
+    def on_model_run(self, header: Dict[str, Any], payload: Payload) -> Reply:
+        model = self._session().model(header.get("model"))
+        data = payload.read()
+        feeds = unpack_tensors(header.get("tensors", []), data)
+        start = time.perf_counter()
+        outputs = model.run(feeds)
+        run_ms = (time.perf_counter() - start) * 1000.0
+        packed = pack_tensors(outputs)
+        if packed.nbytes > self.agent.max_payload:
+            raise ProtocolError(Err.TOO_LARGE, f"the outputs are {packed.nbytes} bytes, over the "
+                                               f"{self.agent.max_payload}-byte payload limit")
+        return Reply({"tensors": packed.descriptors, "run_ms": round(run_ms, 4)}, packed.buffers)
+
+    def on_model_bench(self, header: Dict[str, Any], payload: Payload) -> Reply:
+        model = self._session().model(header.get("model"))
+        feeds = None
+        if header.get("tensors"):
+            feeds = unpack_tensors(header["tensors"], payload.read())
+        result = benchmark(model, header.get("warmup"), header.get("runs"), header.get("batch"),
+                           feeds)
+        log.info("session %s benchmarked %s: p50 %.3f ms over %d runs", self.session.id,
+                 model.name or model.sha256[:12], result["p50_ms"], result["runs"])
+        return Reply(result)
+
+    # --- files and scripts ---
+
+    def on_file_put(self, header: Dict[str, Any], payload: Payload) -> Reply:
+        session = self._session()
+        path = header.get("path")
+        size = field_of(header, "size", int, payload.length)
+        if size != payload.length:
+            raise ProtocolError(Err.BAD_REQUEST, f"'size' says {size} bytes but the payload has "
+                                                 f"{payload.length}")
+        session.sandbox.put(path, payload.length, payload.stream)
+        return Reply({"path": path, "size": payload.length})
+
+    def on_file_get(self, header: Dict[str, Any], payload: Payload) -> Reply:
+        session = self._session()
+        path = header.get("path")
+        fd, size = session.sandbox.open_for_reading(path)
+        if size > self.agent.max_payload:
+            os.close(fd)
+            raise ProtocolError(Err.TOO_LARGE, f"{path!r} is {size} bytes, over the "
+                                               f"{self.agent.max_payload}-byte payload limit")
+        return Reply({"path": path, "size": size}, file_fd=fd, file_size=size)
+
+    def on_script_run(self, header: Dict[str, Any], payload: Payload) -> Reply:
+        session = self._session()
+        model_file = None
+        model = header.get("model")
+        if model:
+            if isinstance(model, str) and model in session.models:
+                model_file = session.models[model].path
+            else:
+                model_file = self.agent.store.model_file(check_sha256(model))
+        return Reply(run_script(session.sandbox, header.get("path"), model_file,
+                                header.get("timeout_s"), self.agent.scripts))

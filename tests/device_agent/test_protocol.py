@@ -1,0 +1,189 @@
+"""The frame format, tensors and proofs, without sockets; and a fuzz of the frame parser."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from workbench_device.protocol import (
+    MAGIC,
+    MAX_HEADER,
+    PREFIX_SIZE,
+    Err,
+    FrameError,
+    Msg,
+    ProtocolError,
+    decode_frame,
+    encode_prefix,
+    frame_bytes,
+    hmac_proof,
+    new_nonce,
+    new_secret,
+    ok,
+    pack_tensors,
+    parse_prefix,
+    proofs_match,
+    unpack_tensors,
+)
+
+
+def test_a_frame_survives_encoding_and_decoding():
+    header = {"type": Msg.PUSH_CHUNK, "id": 7, "sha256": "ab" * 32, "offset": 12, "name": "ünï"}
+    payload = bytes(range(256)) * 3
+    data = frame_bytes(header, payload) + b"next frame"
+    frame, used = decode_frame(data)
+    assert frame.header == header and bytes(frame.payload) == payload
+    assert frame.type == Msg.PUSH_CHUNK and frame.id == 7
+    assert data[used:] == b"next frame"
+    assert data[:4] == MAGIC and data[4] == 1
+    assert struct.unpack(">IQ", data[8:PREFIX_SIZE]) == (len(json.dumps(
+        header, separators=(",", ":"), ensure_ascii=False).encode()), len(payload))
+
+
+def test_every_malformed_prefix_and_header_is_a_frame_error_with_its_code():
+    good = frame_bytes({"type": "hello", "id": 1})
+    cases = {
+        "bad magic": (b"XXXX" + good[4:], Err.BAD_FRAME),
+        "bad version": (good[:4] + b"\x02" + good[5:], Err.BAD_FRAME),
+        "oversized header": (encode_prefix(MAX_HEADER + 1, 0), Err.TOO_LARGE),
+        "oversized payload": (encode_prefix(2, 1 << 40) + b"{}", Err.TOO_LARGE),
+        "not json": (encode_prefix(5, 0) + b"{nope", Err.BAD_FRAME),
+        "not utf-8": (encode_prefix(4, 0) + b'"\xff"', Err.BAD_FRAME),
+        "json array": (encode_prefix(2, 0) + b"[]", Err.BAD_FRAME),
+        "json number": (encode_prefix(1, 0) + b"7", Err.BAD_FRAME),
+        "truncated": (good[:-3], Err.BAD_FRAME),
+        "short prefix": (good[:10], Err.BAD_FRAME),
+        "deep nesting": (encode_prefix(60000, 0) + b"[" * 60000, Err.BAD_FRAME),
+    }
+    for name, (data, code) in cases.items():
+        with pytest.raises(FrameError) as error:
+            decode_frame(data)
+        assert error.value.code == code, name
+
+
+def test_the_agent_can_set_a_lower_payload_limit():
+    with pytest.raises(FrameError) as error:
+        parse_prefix(encode_prefix(2, 1001), max_payload=1000)
+    assert error.value.code == Err.TOO_LARGE
+    assert parse_prefix(encode_prefix(2, 1000), max_payload=1000) == (2, 1000)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(st.binary(max_size=200))
+def test_random_bytes_never_crash_the_parser(data):
+    try:
+        frame, used = decode_frame(data)
+    except FrameError as error:
+        assert error.code in (Err.BAD_FRAME, Err.TOO_LARGE)
+    else:
+        assert isinstance(frame.header, dict) and used <= len(data)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(header=st.binary(max_size=300), payload=st.binary(max_size=50),
+       header_len_delta=st.integers(-5, 5), payload_len_delta=st.integers(-5, 5))
+def test_frames_with_a_valid_prefix_and_random_contents_never_crash_the_parser(
+        header, payload, header_len_delta, payload_len_delta):
+    # Random bytes rarely get past the magic; these always do, and test the rest.
+    header_len = max(0, len(header) + header_len_delta)
+    payload_len = max(0, len(payload) + payload_len_delta)
+    data = encode_prefix(header_len, payload_len) + header + payload
+    try:
+        frame, _ = decode_frame(data)
+    except FrameError as error:
+        assert error.code in (Err.BAD_FRAME, Err.TOO_LARGE)
+    else:
+        assert isinstance(frame.header, dict)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(),
+                    lambda children: st.lists(children) | st.dictionaries(st.text(), children),
+                    max_leaves=20).map(lambda value: {"type": "x", "value": value}),
+       st.binary(max_size=64))
+def test_any_json_header_round_trips(header, payload):
+    frame, _ = decode_frame(frame_bytes(header, payload))
+    assert frame.header == header and bytes(frame.payload) == payload
+
+
+def test_tensors_of_every_dtype_round_trip_without_copies():
+    tensors = {
+        "f32": np.arange(12, dtype=np.float32).reshape(3, 4),
+        "i64": np.array([[-1, 2**40]], dtype=np.int64),
+        "u8": np.arange(5, dtype=np.uint8),
+        "f16": np.array([1.5, -2.0], dtype=np.float16),
+        "b": np.array([True, False]),
+        "scalar": np.float64(3.25),
+        "empty": np.zeros((0, 3), np.float32),
+        "big_endian": np.arange(4, dtype=">i4"),
+        "strided": np.arange(20, dtype=np.int32).reshape(4, 5)[:, ::2],
+    }
+    packed = pack_tensors(tensors)
+    payload = packed.payload()
+    assert len(payload) == packed.nbytes
+    unpacked = unpack_tensors(packed.descriptors, payload)
+    for name, value in tensors.items():
+        np.testing.assert_array_equal(unpacked[name], value)
+        assert unpacked[name].shape == np.asarray(value).shape
+    assert unpacked["big_endian"].dtype.name == "int32"
+    # Unpacking views the payload in place.
+    data = bytearray(payload)
+    view = unpack_tensors(packed.descriptors, data)["u8"]
+    data[packed.descriptors[2]["offset"]] = 99
+    assert view[0] == 99
+
+
+def test_tensors_packed_at_odd_offsets_come_out_aligned_for_the_runtime():
+    packed = pack_tensors([("bytes", np.arange(5, dtype=np.uint8)),
+                           ("floats", np.arange(6, dtype=np.float32))])
+    assert packed.descriptors[1]["offset"] == 5  # tightly packed, as the protocol says
+    floats = unpack_tensors(packed.descriptors, packed.payload())["floats"]
+    assert floats.flags.aligned and floats.tolist() == list(range(6))
+
+
+def test_tensor_descriptions_that_do_not_fit_the_payload_are_refused():
+    packed = pack_tensors({"x": np.ones((2, 2), np.float32)})
+    payload = packed.payload()
+    good = packed.descriptors[0]
+    bad = [
+        "not a list",
+        [dict(good, dtype="object")],
+        [dict(good, dtype="float64")],
+        [dict(good, shape=[2, 3])],
+        [dict(good, shape=[-2, -2])],
+        [dict(good, offset=8)],
+        [dict(good, nbytes=True)],
+        [dict(good, name="")],
+        [good, good],
+        [7],
+    ]
+    for descriptors in bad:
+        with pytest.raises(ProtocolError) as error:
+            unpack_tensors(descriptors, payload)
+        assert error.value.code == Err.BAD_REQUEST, descriptors
+    with pytest.raises(ProtocolError):
+        pack_tensors({"o": np.array([object()], dtype=object)})
+
+
+def test_proofs_are_mutual_and_bound_to_the_secret_and_both_nonces():
+    secret, agent_nonce, host_nonce = new_secret(), new_nonce(), new_nonce()
+    host_proof = hmac_proof(secret, agent_nonce, host_nonce)
+    agent_proof = hmac_proof(secret, host_nonce, agent_nonce)
+    assert host_proof != agent_proof and len(host_proof) == 64
+    assert proofs_match(host_proof, host_proof.upper())
+    assert not proofs_match(host_proof, hmac_proof(new_secret(), agent_nonce, host_nonce))
+    assert not proofs_match(host_proof, hmac_proof(secret, new_nonce(), host_nonce))
+    assert not proofs_match(host_proof, None)
+    with pytest.raises(ProtocolError):
+        hmac_proof(secret, "not hex", host_nonce)
+
+
+def test_replies_are_named_after_their_requests():
+    assert ok(Msg.PUSH_BEGIN) == "push.begin.ok"
+    assert set(Msg.BEFORE_AUTH) <= set(Msg.REQUESTS)
+    assert len(set(Err.ALL)) == 13
