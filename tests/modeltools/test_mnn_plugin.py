@@ -647,9 +647,15 @@ def test_a_converted_model_that_crashes_mnn_is_an_error_and_nothing_is_written(t
 
     message, temporary = run_unchecked(tmp_path, "convert", model)
 
-    assert message.startswith(f"{model}: the converted model crashed MNN 3.6.1 (SIG")
-    assert "while loading qdq.mnn" in message and "nothing was written" in message
-    kept_log(message, temporary)
+    # MNN mishandles this model in more than one way from run to run: it crashes while loading
+    # it, or refuses to load it. Either way the user gets a message and no file.
+    if "crashed" in message:
+        assert message.startswith(f"{model}: the converted model crashed MNN 3.6.1 (SIG")
+        assert "while loading qdq.mnn" in message and "nothing was written" in message
+        kept_log(message, temporary)
+    else:
+        assert message.startswith(f"{model}: the converted model qdq.mnn could not be loaded by MNN 3.6.1")
+        assert ".partial" not in message and "nothing was written" in message
     assert leftovers(model.parent) == []
 
 

@@ -126,6 +126,12 @@ class Verification:
                 f"while {crash.doing}: {crash.said}; the conversion is wrong, so nothing was "
                 f"written. Report it to MNN with MNN's output, which is in {crash.log_file}, "
                 "or run the ONNX model with onnxruntime") from None
+        except ModelToolError as error:
+            # The check reads the temporary file; the user knows the model by its final name.
+            text = str(error).replace(str(mnn_path), shown_name)
+            if text.startswith(shown_name) and "nothing was written" not in text:
+                text = f"{self.source}: the converted model {text}; nothing was written"
+            raise ModelToolError(text) from None
 
     def _check(self, worker, mnn_path: Path, shown_name: str, threads: int,
                report: ToolReport) -> None:
