@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from workbench.modeltools import measure
-from workbench.modeltools.errors import ModelToolError
+from workbench.modeltools.errors import ModelToolError, ToolCancelled
 from workbench.modeltools.report import ReportPlot, ReportTable, ToolReport
 
 # Largest fp32 difference (relative to the outputs' scale) before the report warns: the two
@@ -126,6 +126,8 @@ class Verification:
                 f"while {crash.doing}: {crash.said}; the conversion is wrong, so nothing was "
                 f"written. Report it to MNN with MNN's output, which is in {crash.log_file}, "
                 "or run the ONNX model with onnxruntime") from None
+        except ToolCancelled:
+            raise
         except ModelToolError as error:
             # The check reads the temporary file; the user knows the model by its final name.
             text = str(error).replace(str(mnn_path), shown_name)
