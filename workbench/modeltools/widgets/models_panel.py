@@ -17,14 +17,10 @@ from PySide6.QtGui import QAction, QFont
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QApplication,
-    QFrame,
-    QHBoxLayout,
     QHeaderView,
     QLabel,
     QMenu,
-    QPushButton,
     QStackedWidget,
-    QToolButton,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -35,6 +31,7 @@ from workbench.modeltools.model_index import ModelFile, group_by_run, list_model
 from workbench.modeltools.params import ToolSpec
 from workbench.modeltools.report import format_size
 from workbench.modeltools.widgets.commands import applies
+from workbench.qt.notice import NoticeBar, reveal_in_file_manager
 
 RESCAN_MS = 15_000
 WATCH_DEBOUNCE_MS = 400
@@ -58,40 +55,14 @@ def human_time(stamp: float, now: float | None = None) -> str:
     return time.strftime("%Y-%m-%d", moment)
 
 
-def reveal_in_file_manager(path: str) -> None:
-    """Show the folder holding ``path`` in the system's file manager."""
-    from PySide6.QtCore import QUrl
-    from PySide6.QtGui import QDesktopServices
-
-    target = Path(path)
-    QDesktopServices.openUrl(QUrl.fromLocalFile(str(target.parent if target.is_file() else target)))
-
-
-class ProducedNotice(QFrame):
+class ProducedNotice(NoticeBar):
     """"Quantize produced model.int8.onnx" with Inspect and Reveal; × hides it."""
 
     def __init__(self, parent: QWidget | None = None):
-        super().__init__(parent)
-        self.setObjectName("models-produced-notice")
-        self.setStyleSheet("#models-produced-notice { background: #e6f4ea; border-bottom: 1px solid #a8d5b5; }")
-        self.path = ""
-        self.label = QLabel("")
+        super().__init__("models-produced-notice", parent)
         self.label.setObjectName("models-produced-text")
-        self.label.setWordWrap(True)
-        self.inspect_button = QPushButton("Inspect")
-        self.reveal_button = QPushButton("Reveal")
-        close = QToolButton()
-        close.setText("×")
-        close.setAutoRaise(True)
-        close.setToolTip("Hide this notice")
-        close.clicked.connect(self.hide)
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(8, 3, 4, 3)
-        layout.addWidget(self.label, 1)
-        layout.addWidget(self.inspect_button)
-        layout.addWidget(self.reveal_button)
-        layout.addWidget(close)
-        self.hide()
+        self.inspect_button = self.add_button("Inspect")
+        self.reveal_button = self.add_button("Reveal")
 
     @property
     def message(self) -> str:

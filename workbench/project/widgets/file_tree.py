@@ -10,8 +10,8 @@ import logging
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from PySide6.QtCore import QDir, QModelIndex, Qt, QUrl, Signal
-from PySide6.QtGui import QAction, QDesktopServices, QGuiApplication, QKeySequence
+from PySide6.QtCore import QDir, QModelIndex, Qt, Signal
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFileSystemModel,
@@ -231,8 +231,9 @@ class ProjectTree(QTreeView):
 
     def reveal_in_file_manager(self, path: Path) -> None:
         """Open the folder holding ``path`` (or ``path`` itself, for a folder)."""
-        folder = path if path.is_dir() else path.parent
-        QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder)))
+        from workbench.qt.notice import reveal_in_file_manager
+
+        reveal_in_file_manager(path)
 
     def copy_path(self, path: Path) -> None:
         """Put the absolute path of ``path`` on the clipboard."""
