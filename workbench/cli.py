@@ -31,6 +31,7 @@ CAPABILITY_GROUPS: dict[str, str] = {
     "runs": "workbench.training.cli:runs_group",
     "cluster": "workbench.cluster.cli:cluster_group",
     "model": "workbench.modeltools.cli:model_group",
+    "device": "workbench.device.cli:device_group",
 }
 
 HUB_START_TIMEOUT_S = 15.0
@@ -97,6 +98,11 @@ def _user_message(exc: Exception) -> str | None:
         from workbench.modeltools.errors import ModelToolError
 
         if isinstance(exc, ModelToolError):
+            return str(exc)
+    if "workbench.device.errors" in sys.modules:
+        from workbench.device.errors import DeviceError
+
+        if isinstance(exc, DeviceError):
             return str(exc)
     return None
 

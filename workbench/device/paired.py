@@ -1,0 +1,288 @@
+"""The devices this computer is paired with, and where the device capability keeps its things.
+
+Paired devices are user-level settings, never part of a project: ``<config dir>/devices.json``
+holds this computer's ``host_id`` (a random id made once, that devices know this host by) and,
+for each device, its name, device id, last address and when it was last seen. The secret each
+device gave at pairing lives only in the OS keyring (service "workbench-device", the device id
+as user name); no file ever holds it.
+
+Windows, the hub and the CLI may all change the file, so each change takes a lock, reads the
+file fresh, edits it and writes it back atomically.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import secrets
+from dataclasses import asdict, dataclass, fields
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator
+
+from workbench.device.errors import DeviceError
+
+log = logging.getLogger(__name__)
+
+DEVICES_FILE = "devices.json"
+KEYRING_SERVICE = "workbench-device"
+DATA_DIR_ENV = "WORKBENCH_DATA_DIR"
+FILE_VERSION = 1
+
+
+def user_data_dir() -> Path:
+    """The folder for user-level data that is no setting (the local agent's folder, the
+    verification history of models outside any project): ``$WORKBENCH_DATA_DIR`` when set
+    (tests set it), else the platform's data folder for "workbench"."""
+    override = os.environ.get(DATA_DIR_ENV)
+    if override:
+        return Path(override)
+    import platformdirs  # only needed when there is no override
+
+    return Path(platformdirs.user_data_dir("workbench", appauthor=False))
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass
+class PairedDevice:
+    """One paired device as this computer knows it."""
+
+    name: str
+    device_id: str
+    host: str
+    port: int
+    paired_at: str = ""
+    last_seen: str = ""
+    """When a connection to it last succeeded (ISO 8601, UTC)."""
+    local: bool = False
+    """The agent ``workbench device serve-local`` runs on this computer."""
+
+    @property
+    def address(self) -> str:
+        return format_address(self.host, self.port)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "PairedDevice":
+        """A device from the file; keys this version does not know are ignored, so a newer
+        Workbench's file still loads."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["port"] = int(values.get("port") or 0)
+        return cls(**values)
+
+
+def format_address(host: str, port: int) -> str:
+    """``host:port``, an IPv6 address in brackets."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+class PairedDevices:
+    """The paired devices in ``<config_dir>/devices.json`` (the user's config folder unless
+    ``config_dir`` is given) and their secrets in the OS keyring."""
+
+    def __init__(self, config_dir: Path | None = None):
+        if config_dir is None:
+            from workbench.project.recent import user_config_dir
+
+            config_dir = user_config_dir()
+        self.config_dir = Path(config_dir)
+        self.file = self.config_dir / DEVICES_FILE
+
+    # --- reading ---
+
+    def list(self) -> list[PairedDevice]:
+        """Every paired device, by name."""
+        devices = [PairedDevice.from_json(d) for d in self._read().get("devices", [])]
+        return sorted(devices, key=lambda d: (d.name.lower(), d.device_id))
+
+    def get(self, device_id: str) -> PairedDevice | None:
+        return next((d for d in self.list() if d.device_id == device_id), None)
+
+    def find(self, name: str) -> list[PairedDevice]:
+        """The devices called ``name`` (any case), or whose id is or starts with ``name`` (at
+        least 6 characters of it)."""
+        wanted = name.strip().lower()
+        devices = self.list()
+        by_name = [d for d in devices if d.name.lower() == wanted]
+        if by_name:
+            return by_name
+        if len(wanted) >= 6:
+            return [d for d in devices if d.device_id.lower().startswith(wanted)]
+        return []
+
+    def local(self) -> PairedDevice | None:
+        """The agent serve-local started on this computer, when it is paired."""
+        return next((d for d in self.list() if d.local), None)
+
+    def host_id(self) -> str:
+        """This computer's id as devices know it: made once, then the same for good."""
+        host_id = self._read().get("host_id")
+        if isinstance(host_id, str) and host_id:
+            return host_id
+        with self._editing() as data:
+            if not data.get("host_id"):
+                data["host_id"] = secrets.token_hex(16)
+            return data["host_id"]
+
+    # --- changing ---
+
+    def remember(self, device: PairedDevice, secret: str | None = None) -> PairedDevice:
+        """Add ``device`` or replace the one with its id; with ``secret``, keep that in the OS
+        keyring first (DeviceError when no keyring is usable: nothing is written then)."""
+        if secret is not None:
+            store_secret(device.device_id, secret)
+        with self._editing() as data:
+            others = [d for d in data.get("devices", []) if d.get("device_id") != device.device_id]
+            if device.local:  # one local agent: an older one's entry is no longer local
+                for other in others:
+                    other["local"] = False
+            data["devices"] = [*others, device.to_json()]
+        return device
+
+    def seen(self, device_id: str, host: str, port: int, name: str | None = None) -> None:
+        """Note that the device answered at ``host:port`` just now (under ``name``)."""
+        with self._editing() as data:
+            for entry in data.get("devices", []):
+                if entry.get("device_id") == device_id:
+                    entry.update(host=host, port=int(port), last_seen=now_iso())
+                    if name:
+                        entry["name"] = name
+                    return
+
+    def forget(self, device_id: str) -> bool:
+        """Remove the device and its secret; False when it was not paired."""
+        with self._editing() as data:
+            devices = data.get("devices", [])
+            kept = [d for d in devices if d.get("device_id") != device_id]
+            data["devices"] = kept
+        delete_secret(device_id)
+        return len(kept) != len(devices)
+
+    def secret(self, device_id: str) -> str | None:
+        """The secret the device gave at pairing, from the OS keyring; None when there is none."""
+        return load_secret(device_id)
+
+    # --- the file ---
+
+    def _read(self) -> dict:
+        try:
+            text = self.file.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return {}
+        except OSError as exc:
+            raise DeviceError(f"{self.file} cannot be read ({exc.strerror or exc}); check its "
+                              "permissions") from None
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise DeviceError(f"{self.file} is not valid JSON ({exc}); fix it, or delete it and "
+                              "pair the devices again") from None
+        if not isinstance(data, dict) or not isinstance(data.get("devices", []), list):
+            raise DeviceError(f"{self.file} is not a paired-devices file; delete it and pair the "
+                              "devices again")
+        data["devices"] = [d for d in data.get("devices", [])
+                           if isinstance(d, dict) and isinstance(d.get("device_id"), str)]
+        return data
+
+    @contextlib.contextmanager
+    def _editing(self) -> Iterator[dict]:
+        """The file's data to change in place; written back atomically when the block ends,
+        with other processes kept out meanwhile."""
+        from workbench.project.atomic_file import write_atomically
+
+        try:
+            self.config_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DeviceError(f"cannot create the config folder {self.config_dir} "
+                              f"({exc.strerror or exc})") from None
+        with _locked(self.config_dir / (DEVICES_FILE + ".lock")):
+            data = self._read()
+            data.setdefault("devices", [])
+            yield data
+            data["version"] = FILE_VERSION
+            ordered = {"version": data.pop("version"), **data}
+            try:
+                write_atomically(self.file, (json.dumps(ordered, indent=2) + "\n").encode(), 0o600)
+            except OSError as exc:
+                raise DeviceError(f"cannot write {self.file} ({exc.strerror or exc}); check the "
+                                  "folder's permissions and free space") from None
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    try:
+        import fcntl
+    except ImportError:  # Windows: the atomic write alone
+        yield
+        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+# --- Secrets in the OS keyring ------------------------------------------------------------
+
+_NO_KEYRING = ("no OS keyring is usable here ({reason}). Install or unlock one (GNOME Keyring, "
+               "KWallet, the macOS Keychain, the Windows Credential Locker), or pick a backend "
+               "with PYTHON_KEYRING_BACKEND")
+
+
+def check_keyring() -> None:
+    """DeviceError when no usable keyring backend is configured: checked before pairing, so a
+    pairing code is not spent on a secret that could not be kept."""
+    import keyring  # loaded only when a device is paired or opened
+    from keyring.backends import fail
+
+    backend = keyring.get_keyring()
+    if isinstance(backend, fail.Keyring):
+        raise DeviceError("The pairing secret could not be kept: "
+                          + _NO_KEYRING.format(reason="the keyring package found no backend"))
+
+
+def store_secret(device_id: str, secret: str) -> None:
+    import keyring
+
+    try:
+        keyring.set_password(KEYRING_SERVICE, device_id, secret)
+    except Exception as exc:
+        raise DeviceError("The pairing secret could not be kept: "
+                          + _NO_KEYRING.format(reason=_one_line(exc))) from None
+
+
+def load_secret(device_id: str) -> str | None:
+    import keyring
+
+    try:
+        return keyring.get_password(KEYRING_SERVICE, device_id)
+    except Exception as exc:
+        raise DeviceError("The device's pairing secret could not be read: "
+                          + _NO_KEYRING.format(reason=_one_line(exc))) from None
+
+
+def delete_secret(device_id: str) -> None:
+    import keyring
+    from keyring.errors import PasswordDeleteError
+
+    try:
+        keyring.delete_password(KEYRING_SERVICE, device_id)
+    except PasswordDeleteError:
+        pass
+    except Exception as exc:
+        log.info("could not delete the secret of %s from the keyring: %s", device_id, exc)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
