@@ -1,0 +1,96 @@
+"""The device capability's widgets: the Devices dock of a project window (paired, local and
+discovered devices; pairing; this computer's agent; Push and Verify of a model with its result
+table, latency and history; the device's log), its commands in the palette, and "Verify on
+Device…" in the Explorer's right-click menu of .onnx and .mnn files.
+
+``install(window)`` joins them to a project window after its first paint. The device services
+(zeroconf, keyring, NumPy, onnxruntime) are imported only inside the calls that need them, on
+a worker thread, never at module top.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+DEVICES_DOCK_ID = "devices"
+CATEGORY = "Devices"
+MODEL_SUFFIXES = (".onnx", ".mnn")
+
+
+def install(window, browse_lan: bool = True) -> None:
+    """Add the Devices dock (tabbed with the Runs dock when there is one) and its commands to
+    ``window``, and list the devices."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QDockWidget, QWidget
+
+    from workbench.device.widgets.devices_panel import DevicesPanel
+    from workbench.device.widgets.session import DeviceSession
+
+    session = DeviceSession(window, browse_lan=browse_lan)
+    session.setObjectName("device-session")
+
+    def models_selection() -> list[Path]:
+        # The Models panel is another capability's widget: it is found by name, not imported.
+        models = window.findChild(QWidget, "modeltools-models-panel")
+        selected = getattr(models, "selected_paths", None)
+        return list(selected()) if selected is not None else []
+
+    panel = DevicesPanel(session, models_selection)
+    panel.setObjectName("device-devices-panel")
+    known = f"dock-{DEVICES_DOCK_ID}".encode("utf-16-be") in bytes(window.saveState().data())
+    dock = window.add_dock(DEVICES_DOCK_ID, "Devices", panel, Qt.DockWidgetArea.BottomDockWidgetArea)
+    runs = window.findChild(QDockWidget, "dock-runs")
+    if not known and runs is not None:
+        window.tabifyDockWidget(runs, dock)
+        if runs.isVisible():
+            runs.raise_()
+    _register_commands(window, panel, dock)
+    closed = getattr(window, "sig_closed", None)
+    if closed is not None:
+        closed.connect(panel.close_down)
+    session.refresh()
+
+
+def _register_commands(window, panel, dock) -> None:
+    add = window.commands.add
+
+    def shown() -> None:
+        dock.show()
+        dock.raise_()
+
+    def pair(address: str | None = None, code: str | None = None) -> None:
+        shown()
+        panel.pair(address, code)
+
+    def verify(path=None, paths=None, device: str | None = None, **options) -> None:
+        shown()
+        chosen = path or (paths[0] if paths else None)
+        if chosen is not None:
+            panel.set_model(chosen)
+        if device is not None and not panel.select_device(device):
+            panel.show_error(f"{device} is not in the device list: pair it first (Pair…).")
+            return
+        panel.verify(**options)
+
+    add("device.pair", "Pair Device…", pair, category=CATEGORY)
+    add("device.verify", "Verify Model on Device…", verify, category=CATEGORY)
+    add("device.verifyFile", "Verify on Device…", verify, category=CATEGORY, context=("explorer",),
+        in_palette=False,
+        applies_to=lambda path: Path(path).suffix.lower() in MODEL_SUFFIXES and Path(path).is_file())
+    add("device.startLocal", "Start Local Device", lambda: (shown(), panel.session.start_local()),
+        category=CATEGORY)
+    add("device.refresh", "Refresh Devices", panel.session.refresh, category=CATEGORY)
+
+
+def panel_of(window):
+    """The window's Devices panel (None before the device capability was installed)."""
+    from workbench.device.widgets.devices_panel import DevicesPanel
+
+    return window.findChild(DevicesPanel, "device-devices-panel")
+
+
+def session_of(window):
+    """The window's ``DeviceSession`` (None before the device capability was installed)."""
+    from workbench.device.widgets.session import DeviceSession
+
+    return window.findChild(DeviceSession, "device-session")

@@ -1,0 +1,274 @@
+"""The device side of one project window: the device services, called off the GUI thread.
+
+The Devices panel and the commands talk to this adapter, never to the services directly. Every
+call that can touch the network (listing and probing devices, pairing, the local agent, info,
+push, verify, the log stream) runs through the window's task runner; its answer comes back on
+the GUI thread as a signal. A failure becomes one line for the panel's banner; the traceback
+goes to the log.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal
+
+log = logging.getLogger(__name__)
+
+LIST_KEY = "device.list"
+PAIR_KEY = "device.pair"
+LOCAL_KEY = "device.serveLocal"
+INFO_KEY = "device.info"
+PUSH_KEY = "device.push"
+VERIFY_KEY = "device.verify"
+HISTORY_KEY = "device.history"
+LOGS_KEY = "device.logs"
+
+
+def one_line(exc: BaseException) -> str:
+    """The message a user reads for ``exc``: its first line, never a traceback."""
+    from workbench.device.errors import DeviceError
+
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    if isinstance(exc, DeviceError):
+        return text or "the device failed without saying why"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class DeviceSession(QObject):
+    """Devices of one project window: the list, pairing, and the calls on one device."""
+
+    sig_devices_listed = Signal(object)
+    """The device list (``device_overview``'s JSON: ``devices``, ``usb``, ``notes``)."""
+
+    sig_paired = Signal(str)
+    """A device was paired (its name)."""
+
+    sig_info = Signal(object)
+    """What a device says about itself (a dict with its address)."""
+
+    sig_pushed = Signal(object)
+    """A model was pushed (the link's PushResult)."""
+
+    sig_verified = Signal(object)
+    """A verification ended (its ``Verification``)."""
+
+    sig_history = Signal(object)
+    """The verification history of the model asked for (``list[Verification]``, oldest first)."""
+
+    sig_log_line = Signal(object)
+    """A line of the followed device's log (``{"time", "level", "message"}``)."""
+
+    sig_progress = Signal(str)
+    """What the running call is doing ("Running 64 samples on Phone and here: 32 done")."""
+
+    sig_error = Signal(str)
+    """A call failed; the one-line message a user can act on."""
+
+    sig_busy_changed = Signal(bool)
+    """A call started or ended: True while any call of this session runs (sent at each start
+    and end, so a widget can ask ``is_busy(key)`` for the call it cares about)."""
+
+    def __init__(self, window, parent: QObject | None = None, browse_lan: bool = True):
+        super().__init__(parent if parent is not None else window)
+        self.tasks = window.tasks
+        self.project_dir = Path(window.project.root)
+        self.browse_lan = browse_lan
+        self.overview: dict = {"devices": [], "usb": [], "notes": []}
+        self.listed = False
+        self.last_verification = None
+        self._keys: set[str] = set()
+        self._links_lock = threading.Lock()
+        self._links: dict[str, object] = {}  # key -> the DeviceLink its call uses, for cancel
+
+    # --- running calls -------------------------------------------------------------------------
+
+    def _run(self, key: str, function, *args, on_done=None, title: str = "", **kwargs) -> None:
+        self._keys.add(key)
+        self.sig_busy_changed.emit(True)
+
+        def done(result) -> None:
+            self._finish(key)
+            if on_done is not None:
+                on_done(result)
+
+        def failed(exc: Exception) -> None:
+            self._finish(key)
+            log.info("device call %s failed", key, exc_info=exc)
+            self.sig_error.emit(one_line(exc))
+            from workbench.device.errors import ConnectionLost, DeviceUnreachable
+
+            if key != LIST_KEY and isinstance(exc, (ConnectionLost, DeviceUnreachable)):
+                self.refresh()  # the list shows the device offline now
+
+        self.tasks.run(key, function, *args, on_done=done, on_error=failed, title=title, **kwargs)
+
+    def _finish(self, key: str) -> None:
+        self._keys.discard(key)
+        self.sig_busy_changed.emit(bool(self._keys))
+
+    def is_busy(self, key: str | None = None) -> bool:
+        return bool(self._keys) if key is None else key in self._keys
+
+    def _open_link(self, key: str, target: str):
+        from workbench.device.link import DeviceLink
+
+        link = DeviceLink.open(target)
+        with self._links_lock:
+            self._links[key] = link
+        return link
+
+    def _close_link(self, key: str, link) -> None:
+        with self._links_lock:
+            if self._links.get(key) is link:
+                del self._links[key]
+        link.close()
+
+    def cancel(self, key: str) -> None:
+        """Stop the call ``key`` at once (its link is aborted; its answer is dropped)."""
+        with self._links_lock:
+            link = self._links.pop(key, None)
+        if link is not None:
+            link.abort()
+        self.tasks.cancel(key)
+        self._finish(key)
+
+    def close_down(self) -> None:
+        """End every call (the window closes)."""
+        for key in list(self._keys):
+            self.cancel(key)
+
+    # --- the calls -----------------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """List paired devices (probed), this computer's agent and devices on the LAN."""
+        from workbench.device.discovery import device_overview
+
+        def listed(overview: dict) -> None:
+            self.overview = overview
+            self.listed = True
+            self.sig_devices_listed.emit(overview)
+
+        self._run(LIST_KEY, device_overview, on_done=listed, title="Looking for devices",
+                  browse_lan=self.browse_lan)
+
+    def pair(self, address: str, code: str) -> None:
+        """Pair with the agent at ``address`` using the 6-digit ``code`` it prints."""
+        from workbench.device.link import pair_device
+
+        def paired(device) -> None:
+            self.sig_paired.emit(getattr(device, "name", address))
+            self.refresh()
+
+        self._run(PAIR_KEY, pair_device, address.strip(), code.strip(), on_done=paired,
+                  title=f"Pairing with {address}")
+
+    def start_local(self) -> None:
+        """Start this computer's agent (or find it running) and pair with it."""
+        from workbench.device.serve_local import serve_local
+
+        self._run(LOCAL_KEY, serve_local, on_done=lambda agent: self.refresh(),
+                  title="Starting this computer's agent")
+
+    def info(self, target: str) -> None:
+        """Connect to ``target`` (HOST:PORT or a name) and ask what it is."""
+
+        def call():
+            link = self._open_link(INFO_KEY, target)
+            try:
+                return link.info()
+            finally:
+                self._close_link(INFO_KEY, link)
+
+        self._run(INFO_KEY, call, on_done=self.sig_info.emit, title=f"Connecting to {target}")
+
+    def push(self, target: str, model: Path | str) -> None:
+        """Send ``model`` to ``target`` unless it has it."""
+
+        def call(progress=None, cancel=None):
+            link = self._open_link(PUSH_KEY, target)
+            try:
+                return link.push(Path(model), progress=progress, cancel=cancel)
+            finally:
+                self._close_link(PUSH_KEY, link)
+
+        self._run(PUSH_KEY, self._reporting(call), on_done=self.sig_pushed.emit,
+                  title=f"Pushing {Path(model).name}")
+
+    def verify(self, target: str, model: Path | str, **options) -> None:
+        """Verify ``model`` on ``target`` against this computer on the project's test split
+        (``options`` go to ``verify_model``: samples, bench_runs, atol…); recorded in the
+        model's history, which is read again afterwards."""
+        from workbench.device.verify import verify_model
+
+        model = Path(model)
+
+        def call(progress=None, cancel=None):
+            link = self._open_link(VERIFY_KEY, target)
+            try:
+                return verify_model(link, model, project=self._project_of(model), progress=progress,
+                                    cancel=cancel, **options)
+            finally:
+                self._close_link(VERIFY_KEY, link)
+
+        def verified(result) -> None:
+            self.last_verification = result
+            self.sig_verified.emit(result)
+            self.history(model)
+
+        self._run(VERIFY_KEY, self._reporting(call), on_done=verified,
+                  title=f"Verifying {model.name} on {target}")
+
+    def history(self, model: Path | str) -> None:
+        """Read the verifications of ``model``'s version (by sha256)."""
+        from workbench.device.verify import history_for
+        from workbench_device.client import sha256_of
+
+        model = Path(model)
+
+        def call():
+            if not model.is_file():
+                return []
+            return history_for(model, self._project_of(model)).entries(sha256_of(model))
+
+        self._run(HISTORY_KEY, call, on_done=self.sig_history.emit)
+
+    def follow_logs(self, target: str) -> None:
+        """Stream ``target``'s log into ``sig_log_line`` until ``stop_logs``."""
+
+        def call(cancel=None):
+            link = self._open_link(LOGS_KEY, target)
+            try:
+                return link.follow_logs(self.sig_log_line.emit, cancel=cancel)
+            finally:
+                self._close_link(LOGS_KEY, link)
+
+        self._run(LOGS_KEY, call, title=f"Following the log of {target}")
+
+    def stop_logs(self) -> None:
+        self.cancel(LOGS_KEY)
+
+    # --- helpers -------------------------------------------------------------------------------
+
+    def _project_of(self, model: Path) -> Path | None:
+        try:
+            model.resolve().relative_to(self.project_dir.resolve())
+        except ValueError:
+            return None  # a model elsewhere: verify finds its own project, or none
+        return self.project_dir
+
+    def _reporting(self, call):
+        """``call`` with its progress reports also shown as ``sig_progress`` lines (a signal
+        emitted from a worker thread reaches the GUI thread queued)."""
+
+        def reporting(progress=None, cancel=None):
+            def say(report) -> None:
+                self.sig_progress.emit(str(getattr(report, "message", report)))
+                if progress is not None:
+                    progress(report)
+
+            return call(progress=say, cancel=cancel)
+
+        return reporting
