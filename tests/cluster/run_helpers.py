@@ -33,10 +33,12 @@ def save_test_profile(name: str, server, work_root: Path, scheduler: str = "ssh"
 
 
 def committed(project: Path) -> Path:
-    """``project`` as a git repository with everything committed."""
-    git(project, "init", "-q", "--initial-branch=main")
+    """``project`` as a git repository with everything committed (a project made from a template
+    is one already, with nothing left to commit)."""
+    if not (project / ".git").exists():
+        git(project, "init", "-q", "--initial-branch=main")
     git(project, "add", "-A")
-    git(project, "commit", "-q", "-m", "project")
+    git(project, "commit", "-q", "--allow-empty", "-m", "project")
     return project
 
 
