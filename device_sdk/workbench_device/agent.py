@@ -275,6 +275,7 @@ class Agent:
         for connection in connections:
             connection.close()
         self.scripts.kill_all()
+        self.store.close()
         for thread in self._threads:
             thread.join(timeout=2.0)
         if self._advertisement is not None:

@@ -20,6 +20,8 @@ import collections
 import hashlib
 import os
 import socket
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Deque, Dict, Optional, Tuple, Union
@@ -44,27 +46,50 @@ from workbench_device.protocol import (
 from workbench_device.wire import FrameSocket, tune
 
 DEFAULT_TIMEOUT_S = 60.0
-PUSH_CHUNK = 2 * 1024 * 1024
-# Chunks sent before the first one's reply is awaited: the agent hashes and writes while the
-# next ones are on the way.
-PUSH_WINDOW = 8
+# The largest chunk the agent takes: fewer requests and replies per model.
+PUSH_CHUNK = MAX_CHUNK
+# Chunks sent before the first one's reply is awaited: the agent writes while the next ones
+# are on the way.
+PUSH_WINDOW = 4
 LOG_BACKLOG = 10000
+# A file's sha256 is remembered by its path, size, inode and time stamps, unless it changed less
+# than this long before it was hashed: time stamps are coarse (a few milliseconds), so a file
+# rewritten that soon after could keep them all.
+_RACY_S = 2.0
+_REMEMBERED = 256
+_hashes: "collections.OrderedDict[tuple, str]" = collections.OrderedDict()
+_hashes_lock = threading.Lock()
 
 
 def sha256_of(source: Union[str, Path, bytes, bytearray, memoryview]) -> str:
-    """The sha256 of a file (by path) or of bytes."""
+    """The sha256 of a file (by path) or of bytes. A file's is remembered while its size,
+    inode and time stamps stay the same, so pushing a model again does not read it again."""
     if isinstance(source, (bytes, bytearray, memoryview)):
         return hashlib.sha256(source).hexdigest()
-    digest = hashlib.sha256()
-    buffer = bytearray(1024 * 1024)
-    view = memoryview(buffer)
     with open(source, "rb", buffering=0) as stream:
+        info = os.fstat(stream.fileno())
+        key = (os.path.realpath(source), info.st_dev, info.st_ino, info.st_size,
+               info.st_mtime_ns, info.st_ctime_ns)
+        with _hashes_lock:
+            known = _hashes.get(key)
+        if known is not None:
+            return known
+        digest = hashlib.sha256()
+        buffer = bytearray(1024 * 1024)
+        view = memoryview(buffer)
         while True:
             n = stream.readinto(buffer)
             if not n:
                 break
             digest.update(view[:n])
-    return digest.hexdigest()
+    sha256 = digest.hexdigest()
+    changed = max(info.st_mtime_ns, info.st_ctime_ns) / 1e9
+    if time.time() - changed > _RACY_S:
+        with _hashes_lock:
+            _hashes[key] = sha256
+            while len(_hashes) > _REMEMBERED:
+                _hashes.popitem(last=False)
+    return sha256
 
 
 @dataclass
@@ -73,6 +98,9 @@ class PushResult:
     size: int
     sent: int          # bytes that went over the wire this time
     resumed_from: int  # bytes the device had already (the size when it had the whole model)
+    # Whether the device had checked the bytes against the sha256 and stored the model when
+    # push_model returned (always, unless it was told not to wait for that).
+    verified: bool = True
 
     @property
     def skipped(self) -> bool:
@@ -209,9 +237,15 @@ class DeviceClient:
     def push_model(self, source: Union[str, Path, bytes, bytearray, memoryview],
                    name: Optional[str] = None, sha256: Optional[str] = None,
                    chunk_size: int = PUSH_CHUNK, window: int = PUSH_WINDOW,
-                   progress: Optional[Callable[[int, int], None]] = None) -> PushResult:
+                   progress: Optional[Callable[[int, int], None]] = None,
+                   wait_until_stored: bool = True) -> PushResult:
         """Push a model (a file's path or bytes) unless the device has it; a push that was cut
-        off goes on where the device's copy ends. ``progress(done, size)`` after each chunk."""
+        off goes on where the device's copy ends. ``progress(done, size)`` after each chunk.
+
+        The device may answer push.end before it has checked the bytes against their sha256;
+        this waits for that check (RemoteError when the bytes did not match) unless
+        ``wait_until_stored`` is false: then ``verified`` may be False, and the device's
+        model.has / model.load of that model wait for the check."""
         chunk_size = max(1, min(chunk_size, MAX_CHUNK))
         in_memory = isinstance(source, (bytes, bytearray, memoryview))
         size = len(memoryview(source).cast("B")) if in_memory else os.stat(source).st_size
@@ -250,7 +284,15 @@ class DeviceClient:
             if file is not None:
                 file.close()
         end = self.request(Msg.PUSH_END, sha256=sha256).header
-        return PushResult(sha256, int(end["size"]), size - offset, offset)
+        verified = bool(end.get("verified", True))
+        if not verified and wait_until_stored:
+            has = self.request(Msg.MODEL_HAS, sha256=sha256).header  # after the check
+            if not has.get("present"):
+                raise RemoteError(Err.BAD_REQUEST, str(
+                    has.get("push_error") or "the device did not keep the model: the bytes it "
+                    "received do not match their sha256; push it again"))
+            verified = True
+        return PushResult(sha256, int(end["size"]), size - offset, offset, verified)
 
     def load_model(self, sha256: str, name: Optional[str] = None) -> Dict[str, Any]:
         """Load a pushed model in the session; the reply (``model`` handle, inputs, outputs,

@@ -79,13 +79,23 @@ class Payload:
         self.taken = True
         return self.fs.recv_payload(self.length)
 
-    def stream(self, consume: Callable[[memoryview], None],
-               next_buffer: Optional[Callable[[], bytearray]] = None) -> None:
+    def stream(self, consume: Callable[[memoryview], None]) -> None:
         """Pass the payload to ``consume`` piece by piece (see ``FrameSocket.recv_stream``)."""
         self.taken = True
         try:
-            buffer = None if next_buffer is not None else self._buffer()
-            self.fs.recv_stream(self.length, consume, buffer, next_buffer)
+            self.fs.recv_stream(self.length, consume, self._buffer())
+        except ConnectionClosed:
+            raise
+        except BaseException:
+            self.broken = True
+            raise
+
+    def to_file(self, fd: int, offset: int, wrote: Callable[[int], None]) -> None:
+        """Write the payload to the file ``fd`` at ``offset`` (see
+        ``FrameSocket.recv_to_file``)."""
+        self.taken = True
+        try:
+            self.fs.recv_to_file(self.length, fd, offset, wrote)
         except ConnectionClosed:
             raise
         except BaseException:
@@ -157,6 +167,7 @@ class AgentConnection:
                                           and not isinstance(request_id, bool))
         payload = Payload(self.fs, payload_len, self._buffer)
         kind = header.get("type")
+        reply: Optional[Reply] = None
         try:
             if not valid_id:
                 request_id = None
@@ -177,8 +188,6 @@ class AgentConnection:
                                                 f"{MAX_CHUNK}-byte limit")
             reply = handler(header, payload)
             payload.discard()
-            if reply is not None:
-                self._send_reply(kind, request_id, reply)
         except FrameError as exc:
             log.warning("%s: %s; closing that connection", self.peer, exc.message)
             self._send_error(exc, request_id)
@@ -193,6 +202,21 @@ class AgentConnection:
             log.exception("%s: %s failed", self.peer, kind)
             error = ProtocolError(Err.INTERNAL, f"the agent failed on {kind}: {exc}")
             return self._after_error(error, request_id, payload)
+        if reply is not None:
+            return self._send_reply_or_close(kind, request_id, reply)
+        return True
+
+    def _send_reply_or_close(self, kind: str, request_id: Optional[int], reply: Reply) -> bool:
+        """Send the reply; False (close the connection) when it failed part-way: the host may
+        have its beginning, so no other frame can follow it."""
+        try:
+            self._send_reply(kind, request_id, reply)
+        except ProtocolError as exc:  # nothing was sent (a header over the limit)
+            self._send_error(exc, request_id)
+        except (OSError, ValueError) as exc:
+            log.info("the reply to %s from %s could not be sent (%s); closing that connection",
+                     kind, self.peer, exc)
+            return False
         return True
 
     def _after_error(self, exc: ProtocolError, request_id: Optional[int], payload: Payload) -> bool:
@@ -327,13 +351,16 @@ class AgentConnection:
 
     def on_model_has(self, header: Dict[str, Any], payload: Payload) -> Reply:
         sha256 = check_sha256(header.get("sha256"))
-        size = self.agent.store.size_of(sha256)
-        return Reply({"sha256": sha256, "present": size is not None, "size": size})
+        size = self.agent.store.stored_size(sha256)  # after the check of a push under way
+        fields = {"sha256": sha256, "present": size is not None, "size": size}
+        problem = self.agent.store.push_error(sha256) if size is None else None
+        if problem:
+            fields["push_error"] = problem
+        return Reply(fields)
 
     def on_push_begin(self, header: Dict[str, Any], payload: Payload) -> Reply:
         sha256 = check_sha256(header.get("sha256"))
-        offset = self.agent.store.begin(sha256, header.get("size"), self)
-        present = self.agent.store.size_of(sha256) is not None
+        offset, present = self.agent.store.begin(sha256, header.get("size"), self)
         if present:
             log.info("%s: model %s… (%s) is here already", self.peer, sha256[:12],
                      header.get("name") or "?")
@@ -342,13 +369,13 @@ class AgentConnection:
     def on_push_chunk(self, header: Dict[str, Any], payload: Payload) -> Reply:
         sha256 = check_sha256(header.get("sha256"))
         offset = field_of(header, "offset", int)
-        received = self.agent.store.receive(sha256, offset, payload.length, self, payload.stream)
+        received = self.agent.store.receive(sha256, offset, payload.length, self, payload.to_file)
         return Reply({"received": received})
 
     def on_push_end(self, header: Dict[str, Any], payload: Payload) -> Reply:
         sha256 = check_sha256(header.get("sha256"))
-        size = self.agent.store.end(sha256, self)
-        return Reply({"sha256": sha256, "size": size})
+        size, verified = self.agent.store.end(sha256, self)
+        return Reply({"sha256": sha256, "size": size, "verified": verified})
 
     def on_model_load(self, header: Dict[str, Any], payload: Payload) -> Reply:
         session = self._session()

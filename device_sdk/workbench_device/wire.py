@@ -1,13 +1,19 @@
 """Frames over a stream socket, without copying payloads more than the kernel makes us.
 
 ``FrameSocket`` reads a frame's prefix and header, then leaves the payload in the socket for the
-caller to take the way it needs: whole into one preallocated buffer (tensors, files), or piece
-by piece into a reused buffer (a pushed model going straight to its file).
+caller to take the way it needs: whole into one preallocated buffer (tensors), piece by piece
+into a reused buffer (files), or straight into a file (a pushed model: on Linux with
+``os.splice`` the bytes go from the socket to the file through a pipe and never enter Python;
+elsewhere through a reused buffer).
 """
 
 from __future__ import annotations
 
+import errno
+import os
+import select
 import socket
+import sys
 import threading
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
@@ -25,6 +31,21 @@ from workbench_device.protocol import (
 # Below this a frame goes out as one buffer (one system call, one TCP segment).
 _JOIN_BELOW = 64 * 1024
 STREAM_BUFFER = 1024 * 1024
+# The pipe a payload is spliced through (where the system lets a process make it that large).
+# Measured on loopback with 50 MB pushes: 1 MiB took the least CPU and time, the 64 KiB default
+# the most (four times the system calls).
+SPLICE_PIPE_BYTES = 1024 * 1024
+_SPLICE = sys.platform.startswith("linux") and hasattr(os, "splice")
+_SPLICE_UNSUPPORTED = (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EBADF)
+
+
+class FileWriteError(Exception):
+    """Writing received bytes to the file failed (``error`` is the OSError): the file's fault,
+    not the connection's."""
+
+    def __init__(self, error: OSError):
+        super().__init__(str(error))
+        self.error = error
 
 
 def tune(sock: socket.socket) -> None:
@@ -49,6 +70,9 @@ class FrameSocket:
         self.max_payload = max_payload
         self._send_lock = threading.Lock()
         self._prefix = bytearray(PREFIX_SIZE)
+        self._pipe: Optional[Tuple[int, int]] = None
+        self._splice = _SPLICE
+        self._file_buffer: Optional[bytearray] = None
 
     # --- receiving ---
 
@@ -89,19 +113,16 @@ class FrameSocket:
         return buffer
 
     def recv_stream(self, length: int, consume: Callable[[memoryview], None],
-                    buffer: Optional[bytearray] = None,
-                    next_buffer: Optional[Callable[[], bytearray]] = None) -> None:
-        """Pass ``length`` payload bytes to ``consume`` piece by piece. Each piece is a view of
-        ``buffer`` (reused: ``consume`` must be done with it when it returns), or, with
-        ``next_buffer``, of a buffer that call hands out (``consume`` may keep it, to hash it on
-        another thread while the next piece arrives). ``consume`` sees every byte that arrived
-        even when the connection closes part-way (ConnectionClosed is raised after)."""
-        if next_buffer is None:
-            buffer = buffer if buffer is not None else bytearray(min(length, STREAM_BUFFER) or 1)
+                    buffer: Optional[bytearray] = None) -> None:
+        """Pass ``length`` payload bytes to ``consume`` piece by piece, each a view of ``buffer``
+        (reused: ``consume`` must be done with it when it returns). ``consume`` sees every byte
+        that arrived even when the connection closes part-way (ConnectionClosed is raised
+        after)."""
+        buffer = buffer if buffer is not None else bytearray(min(length, STREAM_BUFFER) or 1)
+        view = memoryview(buffer)
         recv_into = self.sock.recv_into
         remaining = length
         while remaining:
-            view = memoryview(next_buffer() if next_buffer is not None else buffer)
             want = min(remaining, len(view))
             got = 0
             # Fill the buffer before handing it on: fewer, larger writes and hash updates.
@@ -124,6 +145,108 @@ class FrameSocket:
     def discard(self, length: int) -> None:
         """Read and drop ``length`` payload bytes."""
         self.recv_stream(length, lambda _view: None)
+
+    def recv_to_file(self, length: int, fd: int, offset: int,
+                     wrote: Callable[[int], None]) -> None:
+        """Write ``length`` payload bytes to the file ``fd`` from ``offset`` on, calling
+        ``wrote(n)`` after each ``n`` bytes are in the file (also for the bytes that arrived
+        before the connection closed part-way; ConnectionClosed is raised after them).
+        FileWriteError when the file cannot take them."""
+        if self._splice and length:
+            try:
+                done = self._splice_to_file(length, fd, offset, wrote)
+            except _NoSplice as no:
+                done = no.done
+                self._splice = False
+            except BaseException:
+                self._close_pipe()  # it may hold bytes that belong to no file now
+                raise
+            length, offset = length - done, offset + done
+        if length:
+            self._copy_to_file(length, fd, offset, wrote)
+
+    def _copy_to_file(self, length: int, fd: int, offset: int,
+                      wrote: Callable[[int], None]) -> None:
+        if self._file_buffer is None:
+            self._file_buffer = bytearray(STREAM_BUFFER)
+
+        def write(view: memoryview) -> None:
+            nonlocal offset
+            _pwrite_all(fd, view, offset)
+            offset += len(view)
+            wrote(len(view))
+
+        self.recv_stream(length, write, self._file_buffer)
+
+    def _splice_to_file(self, length: int, fd: int, offset: int,
+                        wrote: Callable[[int], None]) -> int:
+        """Socket -> pipe -> file with ``os.splice``; the number of bytes written. _NoSplice
+        (with the bytes done so far) when this socket or file cannot be spliced: the caller
+        goes on by copying."""
+        pipe_read, pipe_write = self._splice_pipe()
+        sock_fd = self.sock.fileno()
+        timeout = self.sock.gettimeout()
+        done = 0
+        while done < length:
+            try:
+                n = os.splice(sock_fd, pipe_write, min(length - done, SPLICE_PIPE_BYTES))
+            except BlockingIOError:
+                # A socket with a time-out is non-blocking underneath: wait for it here.
+                if not _wait_readable(sock_fd, timeout):
+                    raise socket.timeout("timed out in the middle of a frame") from None
+                continue
+            except InterruptedError:
+                continue
+            except OSError as exc:
+                if exc.errno in _SPLICE_UNSUPPORTED and done == 0:
+                    raise _NoSplice(0) from None
+                raise
+            if n == 0:
+                raise ConnectionClosed(f"the connection closed {length - done} bytes before the "
+                                       "end of a frame")
+            self._drain_pipe(pipe_read, n, fd, offset + done, wrote)
+            done += n
+            if not self._splice:
+                raise _NoSplice(done)
+        return done
+
+    def _drain_pipe(self, pipe_read: int, n: int, fd: int, offset: int,
+                    wrote: Callable[[int], None]) -> None:
+        """Move the ``n`` bytes in the pipe to the file at ``offset``."""
+        while n:
+            try:
+                m = os.splice(pipe_read, fd, n, offset_dst=offset)
+            except InterruptedError:
+                continue
+            except OSError as exc:
+                if exc.errno not in _SPLICE_UNSUPPORTED:
+                    raise FileWriteError(exc) from None
+                # The file system takes no splice: read the pipe and write.
+                while n:
+                    data = os.read(pipe_read, n)
+                    _pwrite_all(fd, memoryview(data), offset)
+                    offset += len(data)
+                    n -= len(data)
+                    wrote(len(data))
+                self._splice = False
+                return
+            if m == 0:
+                raise FileWriteError(OSError(errno.EIO, "the file took no more bytes"))
+            offset += m
+            n -= m
+            wrote(m)
+
+    def _splice_pipe(self) -> Tuple[int, int]:
+        if self._pipe is None:
+            pipe_read, pipe_write = os.pipe()
+            try:
+                import fcntl
+
+                fcntl.fcntl(pipe_write, getattr(fcntl, "F_SETPIPE_SZ", 1031), SPLICE_PIPE_BYTES)
+            except (ImportError, OSError):
+                pass  # the default size (64 KiB) works too
+            self._pipe = (pipe_read, pipe_write)
+        return self._pipe
 
     # --- sending ---
 
@@ -150,7 +273,7 @@ class FrameSocket:
         head = encode_prefix(len(header_bytes), count) + header_bytes
         with self._send_lock:
             self.sock.sendall(head)
-            sent = self.sock.sendfile(file, offset, count)
+            sent = self.sock.sendfile(file, offset, count) if count else 0
             if sent != count:
                 raise ConnectionClosed(f"only {sent} of {count} bytes of the file went out")
 
@@ -167,4 +290,45 @@ class FrameSocket:
             self.sock.close()
         except OSError:
             pass
+        self._close_pipe()
+
+    def _close_pipe(self) -> None:
+        pipe, self._pipe = self._pipe, None
+        for fd in pipe or ():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+class _NoSplice(Exception):
+    """Splicing does not work for this socket or file; ``done`` bytes were written before."""
+
+    def __init__(self, done: int):
+        super().__init__(done)
+        self.done = done
+
+
+def _pwrite_all(fd: int, view: memoryview, offset: int) -> None:
+    """Write all of ``view`` to ``fd`` at ``offset``; FileWriteError when the file fails."""
+    done = 0
+    try:
+        while done < len(view):
+            if hasattr(os, "pwrite"):
+                done += os.pwrite(fd, view[done:], offset + done)
+            else:
+                os.lseek(fd, offset + done, os.SEEK_SET)
+                done += os.write(fd, view[done:])
+    except OSError as exc:
+        raise FileWriteError(exc) from None
+
+
+def _wait_readable(fd: int, timeout: Optional[float]) -> bool:
+    """Wait until ``fd`` can be read (False when ``timeout`` seconds pass first)."""
+    if hasattr(select, "poll"):
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLERR | select.POLLHUP)
+        return bool(poller.poll(None if timeout is None else timeout * 1000.0))
+    readable, _, _ = select.select([fd], [], [], timeout)
+    return bool(readable)
 

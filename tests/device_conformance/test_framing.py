@@ -1,0 +1,167 @@
+"""Frames byte by byte, replies and their ids, what is served before authentication, and bytes
+that are no frame: each closes its own connection and nothing else (sections 2 to 4)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .frames import BEFORE_AUTH_PAYLOAD, MAX_CHUNK, MAX_HEADER, encode, is_hex, prefix
+
+# The hello frame of section 2, as printed there.
+DOCUMENTED_HELLO = bytes.fromhex(
+    "57 42 44 4c 01 00 00 00 00 00 00 3b 00 00 00 00"
+    "00 00 00 00 7b 22 74 79 70 65 22 3a 22 68 65 6c"
+    "6c 6f 22 2c 22 69 64 22 3a 31 2c 22 63 6c 69 65"
+    "6e 74 22 3a 22 65 78 61 6d 70 6c 65 2f 31 2e 30"
+    "22 2c 22 70 72 6f 74 6f 63 6f 6c 22 3a 31 7d")
+
+
+def test_the_documented_hello_frame_is_what_the_encoding_rules_give():
+    header = {"type": "hello", "id": 1, "client": "example/1.0", "protocol": 1}
+    assert encode(header) == DOCUMENTED_HELLO and len(DOCUMENTED_HELLO) == 79
+
+
+def test_hello_is_served_before_authentication_with_every_field(agent):
+    link = agent.link()
+    try:
+        link.send_raw(DOCUMENTED_HELLO)
+        header, payload = link.reply(1)
+        assert header["type"] == "hello.ok" and payload == b""
+        assert isinstance(header["agent"], str) and header["agent"]
+        assert header["protocol"] == 1
+        assert isinstance(header["name"], str) and isinstance(header["device_id"], str)
+        assert header["device_id"]
+        assert header["paired"] is False and header["auth"] == "pairing"
+        assert is_hex(header["nonce"], 64)
+        again = link.hello()
+        assert again["nonce"] != header["nonce"]  # a fresh nonce for every hello
+        assert again["device_id"] == header["device_id"]
+    finally:
+        link.close()
+
+
+def test_replies_come_in_order_with_their_requests_ids(agent):
+    link = agent.link()
+    try:
+        frames = b"".join(encode({"type": "hello", "id": i}) for i in (17, 3, 2 ** 40))
+        link.send_raw(frames + encode({"type": "hello"}) + encode({"type": "hello", "id": None}))
+        for expected in (17, 3, 2 ** 40, None, None):
+            header, _ = link.reply(expected)
+            assert header["type"] == "hello.ok"
+    finally:
+        link.close()
+
+
+@pytest.mark.parametrize("kind,fields", [
+    ("info", {}), ("session.open", {}), ("model.has", {"sha256": "ab" * 32}),
+    ("push.begin", {"sha256": "ab" * 32, "size": 1}),
+    ("push.chunk", {"sha256": "ab" * 32, "offset": 0}),
+    ("push.end", {"sha256": "ab" * 32}), ("model.load", {"sha256": "ab" * 32}),
+    ("model.run", {"model": "m1", "tensors": []}), ("model.bench", {"model": "m1"}),
+    ("file.put", {"path": "x", "size": 0}), ("file.get", {"path": "x"}),
+    ("script.run", {"path": "x.py"}), ("logs.subscribe", {}), ("no.such.message", {}),
+])
+def test_only_hello_pair_auth_and_close_are_served_before_authentication(agent, kind, fields):
+    link = agent.link()
+    try:
+        assert link.error(kind, b"tiny", **fields)["code"] == "not_authenticated"
+        assert link.hello()["paired"] is False  # the connection goes on
+        assert link.ok("close") is not None
+        assert link.closed_by_agent()
+    finally:
+        link.close()
+
+
+def test_a_large_payload_before_authentication_closes_the_connection_unread(agent):
+    link = agent.link()
+    try:
+        head = json.dumps({"type": "file.put", "id": 4, "path": "x"}).encode()
+        size = BEFORE_AUTH_PAYLOAD * 16
+        link.send_raw(prefix(len(head), size) + head + b"\0" * 1000)  # the rest never comes
+        header, _ = link.reply(4)
+        assert header["type"] == "error" and header["code"] == "not_authenticated"
+        assert link.closed_by_agent()
+    finally:
+        link.close()
+
+
+MALFORMED = {
+    "bad magic": (b"NOPE" + DOCUMENTED_HELLO[4:], "bad_frame"),
+    "another version": (DOCUMENTED_HELLO[:4] + bytes([2]) + DOCUMENTED_HELLO[5:], "bad_frame"),
+    "header over 64 KiB": (prefix(MAX_HEADER + 1, 0) + b"{" * 100, "too_large"),
+    "payload over 1 GiB": (prefix(2, (1 << 30) + 1) + b"{}", "too_large"),
+    "header not JSON": (prefix(9, 0) + b"not json!", "bad_frame"),
+    "header a JSON array": (prefix(9, 0) + b'["hello"]', "bad_frame"),
+    "header a JSON string": (prefix(7, 0) + b'"hello"', "bad_frame"),
+    "header not UTF-8": (prefix(3, 0) + b"\xff\xfe\xfd", "bad_frame"),
+    "an HTTP request": (b"GET / HTTP/1.1\r\nHost: device\r\n\r\n", "bad_frame"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_bytes_that_are_no_frame_close_only_their_connection(agent, connect, case):
+    working = connect(session=False)
+    assert working.ok("info")["device_id"]
+    data, code = MALFORMED[case]
+    bad = agent.link()
+    try:
+        bad.send_raw(data)
+        header, _ = bad.reply(None)
+        assert header["type"] == "error" and header["code"] == code and header["id"] is None
+        assert isinstance(header["message"], str) and header["message"]
+        assert bad.closed_by_agent()
+    finally:
+        bad.close()
+    assert working.ok("info")["device_id"]  # the other connection never noticed
+
+
+def test_a_header_without_a_type_or_with_a_bad_id_gets_bad_request(connect):
+    link = connect(session=False)
+    for header, expected_id, code in (({"id": 1}, 1, "bad_request"),
+                                      ({"type": 5, "id": 2}, 2, "bad_request"),
+                                      ({"type": "info", "id": "three"}, None, "bad_request"),
+                                      ({"type": "info", "id": 4.5}, None, "bad_request"),
+                                      ({"type": "info", "id": True}, None, "bad_request"),
+                                      ({"type": "format.disk", "id": 6}, 6, "unknown_type")):
+        link.send_raw(encode(header, b"a payload, read and dropped"))
+        reply, _ = link.reply(expected_id)
+        assert reply["type"] == "error" and reply["code"] == code, header
+    assert link.ok("info")["device_id"]
+
+
+def test_unknown_fields_are_ignored(connect):
+    link = connect(session=False)
+    assert link.ok("info", some_future_field={"x": [1, 2]})["device_id"]
+
+
+def test_an_oversize_push_chunk_closes_its_connection(agent, connect):
+    working = connect(session=False)
+    pusher = connect(session=False)
+    sha = "cd" * 32
+    pusher.ok("push.begin", sha256=sha, size=10 * MAX_CHUNK)
+    head = json.dumps({"type": "push.chunk", "id": 99, "sha256": sha, "offset": 0}).encode()
+    pusher.send_raw(prefix(len(head), MAX_CHUNK + 1) + head + b"\0" * 1000)
+    header, _ = pusher.reply(99)
+    assert header["type"] == "error" and header["code"] == "too_large"
+    assert pusher.closed_by_agent()
+    assert working.ok("info")["device_id"]
+
+
+def test_close_is_answered_and_then_the_connection_ends(connect):
+    link = connect()
+    header, payload = link.call("close")
+    assert header["type"] == "close.ok" and payload == b""
+    assert link.closed_by_agent()
+
+
+def test_many_garbage_connections_leave_the_agent_serving(agent, connect):
+    working = connect()
+    for _ in range(20):
+        bad = agent.link()
+        bad.send_raw(b"\x00" * 64)
+        bad.close()
+    assert working.ok("info")["session_id"]
+    fresh = connect()
+    assert fresh.ok("info")["session_id"]
