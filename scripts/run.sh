@@ -20,7 +20,13 @@ demo=${WORKBENCH_DEMO_DIR:-$(mktemp -d /tmp/workbench-demo.XXXXXX)}
 export QT_QPA_PLATFORM=offscreen
 .venv/bin/workbench new --template digits "$demo/digits"
 .venv/bin/workbench train "$demo/digits" --set num_epochs=2
+# The trained model through the model tools: ONNX, int8, and the two side by side.
+model=$(ls "$demo"/digits/runs/*/outputs/model.pt | tail -n 1)
+.venv/bin/workbench model convert "$model"
+.venv/bin/workbench model quantize "${model%.pt}.onnx" --no-layer-report
+.venv/bin/workbench model compare "${model%.pt}.onnx" "${model%.pt}.int8.onnx" --markdown "$demo/compare.md"
 .venv/bin/workbench screenshot -o "$demo/welcome.png"
 .venv/bin/workbench screenshot "$demo/digits" -o "$demo/digits-window.png"
 echo "Demo project: $demo/digits"
 echo "Pictures:     $demo/welcome.png  $demo/digits-window.png"
+echo "Comparison:   $demo/compare.md"
