@@ -9,12 +9,22 @@ import json
 import os
 from pathlib import Path
 
+from jaraco.classes import properties  # what keyring itself declares priorities with
+
 from tests.cluster.conftest import MemoryKeyring
 
 KEYRING_FILE_ENV = "WORKBENCH_TEST_KEYRING"
 
 
 class FileKeyring(MemoryKeyring):
+    @properties.classproperty
+    def priority(cls) -> float:
+        # keyring tries every backend class a process has imported; without the file this one
+        # is not viable, so the other tests of the same process never meet it.
+        if KEYRING_FILE_ENV not in os.environ:
+            raise RuntimeError(f"${KEYRING_FILE_ENV} names no keyring file")
+        return 1
+
     def __init__(self):
         super().__init__()
         self.path = Path(os.environ[KEYRING_FILE_ENV])
