@@ -68,41 +68,28 @@ class LazyGroup(click.Group):
             raise CliError(message) from None
 
 
+# Each capability's error type, whose message is meant for the user.
+_CAPABILITY_ERRORS = (
+    ("workbench.project.errors", "ProjectError"),
+    ("workbench.git.errors", "GitError"),
+    ("workbench.training.errors", "TrainingError"),
+    ("workbench.cluster.errors", "ClusterError"),
+    ("workbench.modeltools.errors", "ModelToolError"),
+    ("workbench.device.errors", "DeviceError"),
+)
+
+
 def _user_message(exc: Exception) -> str | None:
     """The one-line message of an error the user can act on; None for a bug (full traceback)."""
     if isinstance(exc, RpcError):
         return exc.message
     if isinstance(exc, IpcError):
         return str(exc)
-    if "workbench.project" in sys.modules:
-        from workbench.project import ProjectError
-
-        if isinstance(exc, ProjectError):
-            return str(exc)
-    if "workbench.git.errors" in sys.modules:
-        from workbench.git.errors import GitError
-
-        if isinstance(exc, GitError):
-            return str(exc)
-    if "workbench.training.errors" in sys.modules:
-        from workbench.training.errors import TrainingError
-
-        if isinstance(exc, TrainingError):
-            return str(exc)
-    if "workbench.cluster.errors" in sys.modules:
-        from workbench.cluster.errors import ClusterError
-
-        if isinstance(exc, ClusterError):
-            return str(exc)
-    if "workbench.modeltools.errors" in sys.modules:
-        from workbench.modeltools.errors import ModelToolError
-
-        if isinstance(exc, ModelToolError):
-            return str(exc)
-    if "workbench.device.errors" in sys.modules:
-        from workbench.device.errors import DeviceError
-
-        if isinstance(exc, DeviceError):
+    for module_name, class_name in _CAPABILITY_ERRORS:
+        # Only a loaded module can have raised its error: importing it here would slow every
+        # failing command.
+        module = sys.modules.get(module_name)
+        if module is not None and isinstance(exc, getattr(module, class_name)):
             return str(exc)
     return None
 
