@@ -136,3 +136,28 @@ def test_a_dock_the_saved_layout_does_not_know_goes_under_the_explorer_with_room
     assert layout["dock-models"]["area"] == "LeftDockWidgetArea" and layout["dock-models"]["tab_mates"] == []
     assert models.y() > explorer.y() + explorer.height()  # under the Explorer and its tab mates
     assert models.height() > models.minimumSizeHint().height() + 20  # not squeezed to its least
+
+
+def test_a_devices_dock_the_saved_layout_does_not_know_joins_the_runs_tabs(open_window, project, qtbot,
+                                                                           monkeypatch):
+    from workbench.ui import capabilities
+
+    everything = capabilities.BUILT_IN
+    monkeypatch.setattr(capabilities, "BUILT_IN", tuple(e for e in everything if "device" not in e))
+    window = open_window(project)  # a layout saved before there was a Devices dock
+    window.resize(*WINDOW_SIZE)
+    qtbot.wait(100)
+    before = layout_of(window)
+    window.close()
+
+    monkeypatch.setattr(capabilities, "BUILT_IN", everything)
+    again = open_window(project)
+    layout = layout_of(again)
+    assert layout["dock-devices"]["area"] == "BottomDockWidgetArea"
+    assert layout["dock-devices"]["tab_mates"] == ["dock-runs"] and not layout["dock-devices"]["front"]
+    assert layout["dock-runs"]["front"] and layout["dock-runs"]["size"][0] == before["dock-runs"]["size"][0]
+    assert {name: layout[name] for name in before if name != "dock-runs"} == {
+        name: entry for name, entry in before.items() if name != "dock-runs"}
+    first = layout
+    again.close()
+    assert layout_of(open_window(project)) == first  # and it stays there

@@ -12,6 +12,7 @@ import itertools
 import logging
 from typing import Any, Callable
 
+import shiboken6
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
 from workbench.tasks import CancelToken, Cancelled, Progress
@@ -40,9 +41,21 @@ class _Job(QRunnable):
         except Cancelled:
             return
         except Exception as exc:  # reported to the widget, which shows its message
-            self._relay.failed.emit(self._key, self._generation, exc)
+            _tell(self._relay, "failed", self._key, self._generation, exc)
             return
-        self._relay.finished.emit(self._key, self._generation, result)
+        _tell(self._relay, "finished", self._key, self._generation, result)
+
+
+def _tell(relay: _Relay, signal_name: str, key: str, generation: int, outcome: object) -> None:
+    """Emit one of ``relay``'s signals from a worker thread, unless the relay has gone."""
+    try:
+        getattr(relay, signal_name).emit(key, generation, outcome)
+    except RuntimeError:
+        if shiboken6.isValid(relay):
+            raise
+        # The runner went with its window (a process ending while a call still ran, like
+        # `workbench screenshot` during a LAN browse): nobody is left to take the outcome.
+        log.debug("%s ended after its window had gone", key)
 
 
 class TaskRunner(QObject):
@@ -87,7 +100,7 @@ class TaskRunner(QObject):
         if "cancel" in parameters:
             kwargs["cancel"] = token
         if "progress" in parameters:
-            kwargs["progress"] = lambda report, k=key, g=generation: self._relay.progressed.emit(k, g, report)
+            kwargs["progress"] = lambda report, k=key, g=generation: _tell(self._relay, "progressed", k, g, report)
         was_busy = bool(self._running)
         self._running[key] = (generation, token, on_done, on_error, title)
         self._pool.start(_Job(self._relay, key, generation, function, args, kwargs))

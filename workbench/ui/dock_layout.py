@@ -31,6 +31,8 @@ class DockLayout(QObject):
         self.restored = False
         """Whether ``restore_all`` has run: a dock added after it is restored on its own."""
         self._new_docks: list[tuple[QDockWidget, int | None]] = []
+        self._new_tabs: list[tuple[QDockWidget, QDockWidget]] = []
+        self._new_fronts: list[str] = []
         self._minimums: list = []
         self._settling = False
 
@@ -67,14 +69,27 @@ class DockLayout(QObject):
 
     def restore_all(self) -> None:
         """Restore the whole saved layout, now that every dock exists. A dock the saved layout
-        does not know keeps the place its capability gave it."""
+        does not know keeps the place its capability gave it: its area, or its place among the
+        tabs of a known dock."""
         self.restored = True
         if self._saved is None:
             return
-        self._window.layout().activate()  # the places and sizes the capabilities gave their docks
+        window = self._window
+        window.layout().activate()  # the places and sizes the capabilities gave their docks
         known = bytes(self._saved.data())
-        self._new_docks = [(dock, self._height_for_new(dock)) for dock in self._window.findChildren(QDockWidget)
-                           if dock.objectName().encode("utf-16-be") not in known]
+
+        def is_known(dock: QDockWidget) -> bool:
+            return dock.objectName().encode("utf-16-be") in known
+
+        new = [dock for dock in window.findChildren(QDockWidget) if not is_known(dock)]
+        self._new_docks = [(dock, self._height_for_new(dock)) for dock in new]
+        # Restoring puts a dock the saved layout does not know at the end of its area, out of
+        # the tab group its capability put it in: it joins that group again afterwards, with
+        # the tab its capability brought forward still in front.
+        self._new_tabs = [(mates[0], dock) for dock in new
+                          if (mates := [m for m in window.tabifiedDockWidgets(dock) if is_known(m)])]
+        fronts = (self._front_of([dock, *window.tabifiedDockWidgets(dock)]) for _, dock in self._new_tabs)
+        self._new_fronts = [front.objectName() for front in fronts if front is not None]
         self._settling = True
         self._window.installEventFilter(self)
         QApplication.instance().installEventFilter(self)
@@ -84,6 +99,9 @@ class DockLayout(QObject):
     def _apply(self) -> None:
         window = self._window
         window.restoreState(self._saved)
+        for known, dock in self._new_tabs:
+            if not known.isHidden() and not dock.isHidden():
+                window.tabifyDockWidget(known, dock)
         for dock, height in self._new_docks:
             # Qt puts a dock the saved layout does not know at the end of its area with the
             # least room it can have.
@@ -95,10 +113,20 @@ class DockLayout(QObject):
         QTimer.singleShot(0, self, self._raise_fronts)
 
     def _raise_fronts(self) -> None:
-        for name in self._saved_fronts:
+        for name in self._new_fronts + self._saved_fronts:
             dock = self._window.findChild(QDockWidget, name)
             if dock is not None:
                 dock.raise_()
+
+    def _front_of(self, group: list[QDockWidget]) -> QDockWidget | None:
+        """The dock of a tab group whose tab is current, also before its tab bar is shown (as
+        it is not yet when the capabilities have just made the group)."""
+        titles = sorted(dock.windowTitle() for dock in group)
+        for bar in self._window.findChildren(QTabBar, options=Qt.FindChildOption.FindDirectChildrenOnly):
+            if bar.currentIndex() >= 0 and sorted(bar.tabText(i) for i in range(bar.count())) == titles:
+                current = bar.tabText(bar.currentIndex())
+                return next(dock for dock in group if dock.windowTitle() == current)
+        return None
 
     def _height_for_new(self, dock: QDockWidget) -> int | None:
         """The height a dock the saved layout does not know keeps in a side area (the left or

@@ -37,10 +37,11 @@ def install(window, browse_lan: bool = True) -> None:
 
     panel = DevicesPanel(session, models_selection)
     panel.setObjectName("device-devices-panel")
-    known = f"dock-{DEVICES_DOCK_ID}".encode("utf-16-be") in bytes(window.saveState().data())
     dock = window.add_dock(DEVICES_DOCK_ID, "Devices", panel, Qt.DockWidgetArea.BottomDockWidgetArea)
     runs = window.findChild(QDockWidget, "dock-runs")
-    if not known and runs is not None:
+    if runs is not None:
+        # Its place on a first open; a saved layout, restored once every dock is in, has the
+        # last word (and keeps this tab group when it predates the Devices dock).
         window.tabifyDockWidget(runs, dock)
         if runs.isVisible():
             runs.raise_()

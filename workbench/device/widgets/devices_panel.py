@@ -1,5 +1,6 @@
 """The Devices panel: the device list, pairing, this computer's agent, and for one model Push,
-Verify (result table, latency, history by sha256) and the device's log.
+Verify (on the number of samples and with the device runtime chosen; result table, latency,
+history by sha256) and the device's log.
 
 The panel only shows what its ``DeviceSession`` answers; every call runs off the GUI thread
 there. A failure is shown in the banner at the top as one line.
@@ -14,81 +15,37 @@ from typing import Callable
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
-    QDialog,
-    QDialogButtonBox,
+    QComboBox,
     QFileDialog,
-    QFormLayout,
+    QFrame,
+    QGridLayout,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
     QPushButton,
+    QScrollArea,
+    QSpinBox,
+    QSplitter,
     QTableWidget,
     QTableWidgetItem,
     QTabWidget,
-    QToolButton,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
+from workbench.device.widgets.controls import Banner, ElidedLabel, PairDialog
+
 MODEL_SUFFIXES = (".onnx", ".mnn")
+DEFAULT_SAMPLES = 256  # verify_model's own default (that module imports NumPy, so not from there)
+DEFAULT_RUNTIME = "onnxruntime"  # every agent has it
 PASS_COLOR, FAIL_COLOR = QColor("#1b7f3b"), QColor("#b3261e")
 RESULT_HEADERS = ["Output", "Shape", "Max abs diff", "Mean abs diff", "Top-1 agreement", "Result"]
 LATENCY_HEADERS = ["", "p50 ms", "p90 ms", "p99 ms", "mean ms", "init ms"]
 HISTORY_HEADERS = ["When", "Device", "Runtime", "Samples", "Result", "Worst max abs diff", "Device p50 ms"]
-
-
-class PairDialog(QDialog):
-    """Asks for the agent's HOST:PORT and the 6-digit code it prints."""
-
-    def __init__(self, parent: QWidget | None = None, address: str = ""):
-        super().__init__(parent)
-        self.setWindowTitle("Pair Device")
-        self.address = QLineEdit(address)
-        self.address.setPlaceholderText("192.168.1.20:7300")
-        self.code = QLineEdit()
-        self.code.setPlaceholderText("6-digit code the agent prints")
-        self.code.setMaxLength(6)
-        form = QFormLayout(self)
-        form.addRow("Address (HOST:PORT)", self.address)
-        form.addRow("Pairing code", self.code)
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
-        buttons.accepted.connect(self.accept)
-        buttons.rejected.connect(self.reject)
-        form.addRow(buttons)
-
-
-class Banner(QWidget):
-    """A one-line message across the top of the panel, closed by its ×."""
-
-    def __init__(self, parent: QWidget | None = None):
-        super().__init__(parent)
-        self.setObjectName("device-banner")
-        self.label = QLabel()
-        self.label.setWordWrap(True)
-        self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        close = QToolButton()
-        close.setText("×")
-        close.setAutoRaise(True)
-        close.clicked.connect(self.hide)
-        row = QHBoxLayout(self)
-        row.setContentsMargins(8, 4, 4, 4)
-        row.addWidget(self.label, 1)
-        row.addWidget(close)
-        self.setStyleSheet("#device-banner { background: #fdecea; border: 1px solid #f1aeb5; }"
-                           "#device-banner QLabel { color: #611a15; }")
-        self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
-        self.hide()
-
-    def show_message(self, message: str) -> None:
-        self.label.setText(message)
-        self.show()
-
-    def text(self) -> str:
-        return self.label.text() if self.isVisible() else ""
 
 
 def _item(text: str, color: QColor | None = None) -> QTableWidgetItem:
@@ -107,6 +64,36 @@ def _number(value) -> str:
     return f"{value:.3g}" if isinstance(value, float) and abs(value) < 0.01 else f"{value:.3f}".rstrip("0").rstrip(".")
 
 
+def _size_text(n: int) -> str:
+    if n >= 1_000_000:
+        return f"{n / 1e6:.1f} MB"
+    return f"{n / 1e3:.1f} kB" if n >= 1000 else f"{n} bytes"
+
+
+INFO_LABELS = {"name": "Name", "address": "Address", "model": "Model", "os": "OS", "cpu": "CPU",
+               "memory_bytes": "Memory", "runtimes": "Runtimes", "python": "Python",
+               "agent_version": "Agent version", "sessions": "Sessions open",
+               "device_id": "Device id"}
+
+
+def info_rows(info: dict) -> list[tuple[str, str]]:
+    """What a device says about itself as (label, text) rows a person reads, the known fields
+    first."""
+    def text(key: str, value) -> str:
+        if key == "cpu" and isinstance(value, dict):
+            return f"{value.get('cores', '?')} cores, {value.get('arch', '?')}"
+        if key == "memory_bytes" and isinstance(value, int):
+            return f"{value / 2**30:.1f} GiB"
+        if key == "runtimes" and isinstance(value, list):
+            return ", ".join(f"{r.get('name')} {r.get('version', '')}".strip() for r in value) or "none"
+        return "–" if value is None else str(value)
+
+    keys = [k for k in INFO_LABELS if k in info] + [k for k in info if k not in INFO_LABELS
+                                                    and info[k] is not None]
+    return [(INFO_LABELS.get(key, key.replace("_", " ").capitalize()), text(key, info[key]))
+            for key in keys]
+
+
 def _table(headers: list[str]) -> QTableWidget:
     table = QTableWidget(0, len(headers))
     table.setHorizontalHeaderLabels(headers)
@@ -118,7 +105,11 @@ def _table(headers: list[str]) -> QTableWidget:
 
 
 class DevicesPanel(QWidget):
-    """The Devices dock's widget."""
+    """The Devices dock's widget.
+
+    Its content sits in a scroll area: a dock's minimum size is its widget's, and the window
+    cannot be narrower than its docks' minimums, so a panel that only scrolls when squeezed
+    leaves the window's size to the user."""
 
     sig_device_selected = Signal(str)
     """The device selected in the list changed (its HOST:PORT, empty for none)."""
@@ -129,23 +120,31 @@ class DevicesPanel(QWidget):
         self.session = session
         self.models_selection = models_selection or (lambda: [])
         self.model_path: Path | None = None
+        self.pair_dialog: PairDialog | None = None
+        self.runtimes_of: dict[str, list[dict]] = {}
+        """What each device reported of its runtimes (by HOST:PORT)."""
+        self._info_asked = False
 
         self.banner = Banner()
-        self.status = QLabel()
+        self.status = ElidedLabel()
         self.status.setObjectName("device-status")
 
         self.refresh_button = QPushButton("Refresh")
         self.pair_button = QPushButton("Pair…")
         self.local_button = QPushButton("Start Local Device")
-        self.info_button = QPushButton("Connect / Info")
+        self.local_button.setToolTip("Start an agent on this computer and pair with it")
+        self.info_button = QPushButton("Info")
+        self.info_button.setToolTip("Connect to the selected device and show what it says about itself")
         self.refresh_button.clicked.connect(self.session.refresh)
         self.pair_button.clicked.connect(lambda: self.pair())
         self.local_button.clicked.connect(self.session.start_local)
         self.info_button.clicked.connect(self.show_info)
-        top = QHBoxLayout()
-        for button in (self.refresh_button, self.pair_button, self.local_button, self.info_button):
-            top.addWidget(button)
-        top.addStretch(1)
+        device_buttons = QGridLayout()
+        device_buttons.setContentsMargins(0, 0, 0, 0)
+        device_buttons.addWidget(self.refresh_button, 0, 0)
+        device_buttons.addWidget(self.pair_button, 0, 1)
+        device_buttons.addWidget(self.local_button, 1, 0)
+        device_buttons.addWidget(self.info_button, 1, 1)
 
         self.devices = QTreeWidget()
         self.devices.setObjectName("device-list")
@@ -155,7 +154,7 @@ class DevicesPanel(QWidget):
         self.devices.currentItemChanged.connect(lambda *_: self._selection_changed())
 
         self.model_edit = QLineEdit()
-        self.model_edit.setPlaceholderText("Select a model in the Models panel, or choose a file")
+        self.model_edit.setPlaceholderText("A model from the Models panel, or a file")
         self.model_edit.editingFinished.connect(lambda: self.set_model(self.model_edit.text() or None))
         self.from_models = QPushButton("From Models")
         self.from_models.setToolTip("Use the model selected in the Models panel")
@@ -163,37 +162,71 @@ class DevicesPanel(QWidget):
         self.choose = QPushButton("Choose…")
         self.choose.clicked.connect(self.choose_model)
         self.push_button = QPushButton("Push")
+        self.push_button.setToolTip("Send the model to the device unless it has it")
+        model_row = QHBoxLayout()
+        model_row.addWidget(QLabel("Model"))
+        model_row.addWidget(self.model_edit, 1)
+        model_row.addWidget(self.from_models)
+        model_row.addWidget(self.choose)
+        model_row.addWidget(self.push_button)
+
+        self.samples = QSpinBox()
+        self.samples.setObjectName("device-samples")
+        self.samples.setRange(1, 100_000)
+        self.samples.setValue(DEFAULT_SAMPLES)
+        self.samples.setSuffix(" samples")
+        self.samples.setToolTip("How many samples of the project's test split Verify runs on both sides")
+        self.runtime = QComboBox()
+        self.runtime.setObjectName("device-runtime")
+        self.runtime.setToolTip("The inference runtime Verify uses on the device (those it reports)")
+        self.runtime.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self._fill_runtimes([])
         self.verify_button = QPushButton("Verify")
+        self.verify_button.setToolTip("Run the model on the device and here, and compare")
         self.cancel_button = QPushButton("Cancel")
         self.push_button.clicked.connect(lambda: self.push())
         self.verify_button.clicked.connect(lambda: self.verify())
         self.cancel_button.clicked.connect(self.cancel)
-        model_row = QHBoxLayout()
-        model_row.addWidget(QLabel("Model"))
-        model_row.addWidget(self.model_edit, 1)
-        for button in (self.from_models, self.choose, self.push_button, self.verify_button,
-                       self.cancel_button):
-            model_row.addWidget(button)
+        run_row = QHBoxLayout()
+        run_row.addWidget(QLabel("Verify on"))
+        run_row.addWidget(self.samples)
+        run_row.addSpacing(8)
+        run_row.addWidget(QLabel("with"))
+        run_row.addWidget(self.runtime)
+        run_row.addStretch(1)
+        run_row.addWidget(self.verify_button)
+        run_row.addWidget(self.cancel_button)
 
         self.verdict = QLabel()
         self.verdict.setObjectName("device-verdict")
+        self.verdict.setWordWrap(True)
         self.result_table = _table(RESULT_HEADERS)
         self.result_table.setObjectName("device-result-table")
         self.latency_table = _table(LATENCY_HEADERS)
         self.latency_table.setObjectName("device-latency-table")
+        # A bottom dock is short: each table shows its header and a row at least, and
+        # scrolls for more.
+        for table in (self.result_table, self.latency_table):
+            table.setMinimumHeight(table.horizontalHeader().sizeHint().height()
+                                   + table.verticalHeader().defaultSectionSize() + 4)
         result_page = QWidget()
         result_layout = QVBoxLayout(result_page)
         result_layout.setContentsMargins(0, 0, 0, 0)
         result_layout.addWidget(self.verdict)
-        result_layout.addWidget(self.result_table, 2)
-        result_layout.addWidget(self.latency_table, 1)
+        result_layout.addWidget(self.result_table, 1)
         self.history_table = _table(HISTORY_HEADERS)
         self.history_table.setObjectName("device-history-table")
-        self.info_view = QPlainTextEdit()
-        self.info_view.setReadOnly(True)
+        self.info_view = QTreeWidget()
+        self.info_view.setObjectName("device-info")
+        self.info_view.setHeaderHidden(True)
+        self.info_view.setColumnCount(2)
+        self.info_view.setRootIsDecorated(False)
+        self.info_view.header().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
         self.log_view = QPlainTextEdit()
+        self.log_view.setObjectName("device-log")
         self.log_view.setReadOnly(True)
         self.log_view.setMaximumBlockCount(5000)
+        self.log_view.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.follow_button = QPushButton("Follow Log")
         self.follow_button.setCheckable(True)
         self.follow_button.toggled.connect(self._follow_toggled)
@@ -203,25 +236,44 @@ class DevicesPanel(QWidget):
         log_layout.addWidget(self.follow_button, 0, Qt.AlignmentFlag.AlignLeft)
         log_layout.addWidget(self.log_view)
         self.tabs = QTabWidget()
+        self.tabs.setDocumentMode(True)
         self.tabs.addTab(result_page, "Verification")
+        self.tabs.addTab(self.latency_table, "Latency")
         self.tabs.addTab(self.history_table, "History")
         self.tabs.addTab(self.info_view, "Info")
         self.tabs.addTab(log_page, "Log")
 
-        left = QVBoxLayout()
-        left.addLayout(top)
-        left.addWidget(self.devices)
-        right = QVBoxLayout()
-        right.addLayout(model_row)
-        right.addWidget(self.tabs)
-        body = QHBoxLayout()
-        body.addLayout(left, 2)
-        body.addLayout(right, 3)
+        left = QWidget()
+        left_layout = QVBoxLayout(left)
+        left_layout.setContentsMargins(0, 0, 4, 0)
+        left_layout.addLayout(device_buttons)
+        left_layout.addWidget(self.devices, 1)
+        right = QWidget()
+        right_layout = QVBoxLayout(right)
+        right_layout.setContentsMargins(4, 0, 0, 0)
+        right_layout.addLayout(model_row)
+        right_layout.addLayout(run_row)
+        right_layout.addWidget(self.tabs, 1)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.setChildrenCollapsible(False)
+        self.splitter.addWidget(left)
+        self.splitter.addWidget(right)
+        self.splitter.setStretchFactor(0, 2)
+        self.splitter.setStretchFactor(1, 3)
+
+        content = QWidget()
+        content_layout = QVBoxLayout(content)
+        content_layout.setContentsMargins(4, 4, 4, 2)
+        content_layout.addWidget(self.banner)
+        content_layout.addWidget(self.splitter, 1)
+        content_layout.addWidget(self.status)
+        self.scroll = QScrollArea()
+        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setWidget(content)
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(4, 4, 4, 4)
-        layout.addWidget(self.banner)
-        layout.addLayout(body, 1)
-        layout.addWidget(self.status)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.scroll)
 
         session.sig_devices_listed.connect(self.show_devices)
         session.sig_error.connect(self.show_error)
@@ -275,18 +327,29 @@ class DevicesPanel(QWidget):
         return False
 
     def _selection_changed(self) -> None:
-        self.sig_device_selected.emit(self.selected_address())
+        address = self.selected_address()
+        self.sig_device_selected.emit(address)
         if self.follow_button.isChecked():
             self.follow_button.setChecked(False)
+        self._fill_runtimes(self.runtimes_of.get(address, []))
+        item = self.devices.currentItem()
+        row = item.data(0, Qt.ItemDataRole.UserRole) if item is not None else None
+        if (row is not None and address not in self.runtimes_of and row["status"] == "online"
+                and (row.get("paired") or row.get("local"))):
+            # The runtime choice lists what this device has: it says so in its info.
+            self.session.info(address)
         self._update_buttons()
 
     def pair(self, address: str | None = None, code: str | None = None) -> None:
-        """Pair with ``address`` using ``code``; asks for what is missing."""
+        """Pair with ``address`` using ``code``; asks for what is missing in the Pair dialog."""
         if address is None or code is None:
-            dialog = PairDialog(self, address or "")
-            if dialog.exec() != QDialog.DialogCode.Accepted:
-                return
-            address, code = dialog.address.text(), dialog.code.text()
+            if self.pair_dialog is not None:
+                self.pair_dialog.close()
+            self.pair_dialog = PairDialog(self, address or "")
+            self.pair_dialog.accepted.connect(
+                lambda dialog=self.pair_dialog: self.pair(dialog.address.text(), dialog.code.text()))
+            self.pair_dialog.open()
+            return
         code = code.strip()
         if not (len(code) == 6 and code.isdigit()):
             self.show_error("The pairing code is the 6 digits the device's agent prints.")
@@ -298,18 +361,63 @@ class DevicesPanel(QWidget):
         address = self._device_or_say()
         if address:
             self.banner.hide()
+            self._info_asked = True
             self.session.info(address)
 
     def show_device_info(self, info: dict) -> None:
-        self.info_view.setPlainText("\n".join(f"{key}: {value}" for key, value in info.items()))
-        self.tabs.setCurrentIndex(2)
+        address = str(info.get("address", ""))
+        self.runtimes_of[address] = list(info.get("runtimes") or [])
+        if address == self.selected_address():
+            self._fill_runtimes(self.runtimes_of[address])
+        self.info_view.clear()
+        for label, value in info_rows(info):
+            self.info_view.addTopLevelItem(QTreeWidgetItem([label, value]))
+        if self._info_asked:
+            self._info_asked = False
+            self.tabs.setCurrentWidget(self.info_view)
+
+    def info_text(self) -> dict[str, str]:
+        """The Info tab's rows, label to value (for tests and scripts)."""
+        view = self.info_view
+        return {view.topLevelItem(i).text(0): view.topLevelItem(i).text(1)
+                for i in range(view.topLevelItemCount())}
+
+    def _fill_runtimes(self, runtimes: list[dict]) -> None:
+        """The runtime choice: those the device reported (onnxruntime until it has)."""
+        chosen = self.runtime.currentData()
+        self.runtime.clear()
+        for runtime in runtimes or [{"name": DEFAULT_RUNTIME}]:
+            version = runtime.get("version")
+            shown = runtime["name"] + (f" {version}" if version and version != "?" else "")
+            self.runtime.addItem(shown, runtime["name"])
+        index = self.runtime.findData(chosen)
+        self.runtime.setCurrentIndex(max(index, 0))
+
+    def runtimes(self) -> list[str]:
+        """The runtimes Verify can choose now."""
+        return [self.runtime.itemData(i) for i in range(self.runtime.count())]
+
+    def set_runtime(self, name: str) -> bool:
+        index = self.runtime.findData(name)
+        if index >= 0:
+            self.runtime.setCurrentIndex(index)
+        return index >= 0
 
     # --- the model -----------------------------------------------------------------------------
 
     def set_model(self, path: Path | str | None) -> None:
-        """The model Push and Verify work on; its verification history is read."""
-        self.model_path = Path(path) if path else None
-        self.model_edit.setText(str(self.model_path) if self.model_path else "")
+        """The model Push and Verify work on (a relative path is the project's); its
+        verification history is read."""
+        root = Path(self.session.project_dir)
+        self.model_path = root / Path(path).expanduser() if path else None
+        shown = ""
+        if self.model_path is not None:
+            try:
+                shown = self.model_path.relative_to(root).as_posix()
+            except ValueError:
+                shown = str(self.model_path)
+        self.model_edit.setText(shown)
+        self.model_edit.setToolTip(str(self.model_path or ""))
         self.history_table.setRowCount(0)
         if self.model_path is not None:
             self.session.history(self.model_path)
@@ -348,7 +456,15 @@ class DevicesPanel(QWidget):
             self.session.push(*target)
 
     def verify(self, **options) -> None:
-        """Verify the model on the selected device (``options``: verify_model's)."""
+        """Verify the model on the selected device with the runtime and number of samples
+        chosen (``options``, verify_model's, take precedence)."""
+        # A command's options show in the controls, so the panel says what ran.
+        if isinstance(options.get("samples"), int):
+            self.samples.setValue(options["samples"])
+        if "runtime" in options:
+            self.set_runtime(options["runtime"])
+        options.setdefault("samples", self.samples.value())
+        options.setdefault("runtime", self.runtime.currentData() or DEFAULT_RUNTIME)
         target = self._target()
         if target:
             self.banner.hide()
@@ -367,8 +483,11 @@ class DevicesPanel(QWidget):
         self.status.setText("Cancelled")
 
     def _pushed(self, result) -> None:
-        sent = getattr(result, "sent", None)
-        self.status.setText("Pushed" + (f" ({sent} bytes sent)" if sent is not None else ""))
+        name = self.model_path.name if self.model_path is not None else "the model"
+        if getattr(result, "skipped", False):
+            self.status.setText(f"The device has {name} already: nothing sent")
+        else:
+            self.status.setText(f"Pushed {name} ({_size_text(result.sent)} sent)")
 
     # --- results -------------------------------------------------------------------------------
 
@@ -466,4 +585,6 @@ class DevicesPanel(QWidget):
         self.cancel_button.setEnabled(working)
 
     def close_down(self) -> None:
+        if self.pair_dialog is not None:
+            self.pair_dialog.close()
         self.session.close_down()

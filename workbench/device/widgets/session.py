@@ -13,6 +13,7 @@ import logging
 import threading
 from pathlib import Path
 
+import shiboken6
 from PySide6.QtCore import QObject, Signal
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,8 @@ class DeviceSession(QObject):
     """A call started or ended: True while any call of this session runs (sent at each start
     and end, so a widget can ask ``is_busy(key)`` for the call it cares about)."""
 
+    _sig_streamed = Signal(int, object)  # (stream number, log line), from the log's worker
+
     def __init__(self, window, parent: QObject | None = None, browse_lan: bool = True):
         super().__init__(parent if parent is not None else window)
         self.tasks = window.tasks
@@ -79,13 +82,20 @@ class DeviceSession(QObject):
         self.overview: dict = {"devices": [], "usb": [], "notes": []}
         self.listed = False
         self.last_verification = None
+        self.closed = False
+        """Whether ``close_down`` ran: no call starts after it, and a worker still ending stops
+        reporting."""
         self._keys: set[str] = set()
         self._links_lock = threading.Lock()
         self._links: dict[str, object] = {}  # key -> the DeviceLink its call uses, for cancel
+        self._log_stream = 0  # the number of the log stream followed now (0: none)
+        self._sig_streamed.connect(self._streamed)
 
     # --- running calls -------------------------------------------------------------------------
 
     def _run(self, key: str, function, *args, on_done=None, title: str = "", **kwargs) -> None:
+        if self.closed:
+            return
         self._keys.add(key)
         self.sig_busy_changed.emit(True)
 
@@ -112,10 +122,10 @@ class DeviceSession(QObject):
     def is_busy(self, key: str | None = None) -> bool:
         return bool(self._keys) if key is None else key in self._keys
 
-    def _open_link(self, key: str, target: str):
+    def _open_link(self, key: str, target: str, **options):
         from workbench.device.link import DeviceLink
 
-        link = DeviceLink.open(target)
+        link = DeviceLink.open(target, **options)
         with self._links_lock:
             self._links[key] = link
         return link
@@ -136,9 +146,25 @@ class DeviceSession(QObject):
         self._finish(key)
 
     def close_down(self) -> None:
-        """End every call (the window closes)."""
+        """End every call (the window closes): each link is aborted, so no worker is left
+        waiting on a device after the window has gone."""
+        self.closed = True
         for key in list(self._keys):
             self.cancel(key)
+
+    def _from_worker(self, signal_name: str, *values) -> None:
+        """Emit ``signal_name`` from a worker thread, unless the window has closed: the session
+        may already be deleted then, and a log stream is ended by raising Cancelled."""
+        from workbench.tasks import Cancelled
+
+        if not shiboken6.isValid(self) or self.closed:
+            raise Cancelled()
+        try:
+            getattr(self, signal_name).emit(*values)
+        except RuntimeError:
+            if shiboken6.isValid(self):
+                raise
+            raise Cancelled() from None  # deleted between the check and the emit
 
     # --- the calls -----------------------------------------------------------------------------
 
@@ -197,16 +223,16 @@ class DeviceSession(QObject):
         self._run(PUSH_KEY, self._reporting(call), on_done=self.sig_pushed.emit,
                   title=f"Pushing {Path(model).name}")
 
-    def verify(self, target: str, model: Path | str, **options) -> None:
-        """Verify ``model`` on ``target`` against this computer on the project's test split
-        (``options`` go to ``verify_model``: samples, bench_runs, atol…); recorded in the
-        model's history, which is read again afterwards."""
+    def verify(self, target: str, model: Path | str, runtime: str = "onnxruntime", **options) -> None:
+        """Verify ``model`` on ``target`` with the device's ``runtime`` against this computer on
+        the project's test split (``options`` go to ``verify_model``: samples, bench_runs,
+        atol…); recorded in the model's history, which is read again afterwards."""
         from workbench.device.verify import verify_model
 
         model = Path(model)
 
         def call(progress=None, cancel=None):
-            link = self._open_link(VERIFY_KEY, target)
+            link = self._open_link(VERIFY_KEY, target, runtime=runtime)
             try:
                 return verify_model(link, model, project=self._project_of(model), progress=progress,
                                     cancel=cancel, **options)
@@ -219,7 +245,7 @@ class DeviceSession(QObject):
             self.history(model)
 
         self._run(VERIFY_KEY, self._reporting(call), on_done=verified,
-                  title=f"Verifying {model.name} on {target}")
+                  title=f"Verifying {model.name} on {target} ({runtime})")
 
     def history(self, model: Path | str) -> None:
         """Read the verifications of ``model``'s version (by sha256)."""
@@ -237,18 +263,27 @@ class DeviceSession(QObject):
 
     def follow_logs(self, target: str) -> None:
         """Stream ``target``'s log into ``sig_log_line`` until ``stop_logs``."""
+        self._log_stream += 1
+        stream = self._log_stream
 
         def call(cancel=None):
             link = self._open_link(LOGS_KEY, target)
             try:
-                return link.follow_logs(self.sig_log_line.emit, cancel=cancel)
+                return link.follow_logs(lambda line: self._from_worker("_sig_streamed", stream, line),
+                                        cancel=cancel)
             finally:
                 self._close_link(LOGS_KEY, link)
 
         self._run(LOGS_KEY, call, title=f"Following the log of {target}")
 
     def stop_logs(self) -> None:
+        self._log_stream += 1
         self.cancel(LOGS_KEY)
+
+    def _streamed(self, stream: int, line: dict) -> None:
+        # Lines still queued from a stream that was stopped, or replaced, are dropped.
+        if stream == self._log_stream and self.is_busy(LOGS_KEY):
+            self.sig_log_line.emit(line)
 
     # --- helpers -------------------------------------------------------------------------------
 
@@ -261,11 +296,12 @@ class DeviceSession(QObject):
 
     def _reporting(self, call):
         """``call`` with its progress reports also shown as ``sig_progress`` lines (a signal
-        emitted from a worker thread reaches the GUI thread queued)."""
+        emitted from a worker thread reaches the GUI thread queued); once the window has
+        closed, the next report ends the call."""
 
         def reporting(progress=None, cancel=None):
             def say(report) -> None:
-                self.sig_progress.emit(str(getattr(report, "message", report)))
+                self._from_worker("sig_progress", str(getattr(report, "message", report)))
                 if progress is not None:
                     progress(report)
 
