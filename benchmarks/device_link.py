@@ -1,8 +1,9 @@
 """The device debug link's figures, through a real agent process on loopback, as one JSON object.
 
 - push_throughput_ratio: a 50 MB ONNX model pushed to the agent (``DeviceClient.push_model``,
-  from ``push.begin`` to the ``push.end`` reply, which comes once every byte is in the device's
-  file) against the same bytes sent over a plain Python socket to a process that only reads
+  from ``push.begin`` to the ``push.end`` reply, which comes once every byte is on the device:
+  in the memory the agent keeps for receiving pushes, which it then writes to the model's file
+  while it checks the sha256) against the same bytes sent over a plain Python socket to a process that only reads
   them (``sendall`` of the bytes, a one-byte answer at the end): the same run, alternating, a
   new model each time (so every push sends everything), the ratio of the medians (plain /
   push). Goal >= 0.8. The host knows the model's sha256 before it pushes (hashing it is timed

@@ -3,7 +3,8 @@ authenticate, push models, run, benchmark, verify and follow the device's log.
 
 One ``DeviceClient`` is one connection (and at most one session); it is not thread-safe. Errors
 the agent answers raise ``RemoteError`` (with the protocol's ``code``); a connection that drops
-raises ``ConnectionClosed`` (or the socket's own ``OSError``).
+raises ``ConnectionClosed`` (or the socket's own ``OSError``); a reply to no request this client
+is waiting for raises ``ProtocolError`` (the link is out of step).
 
     with DeviceClient("127.0.0.1", 7300) as device:
         device.hello(host_id)
@@ -18,18 +19,19 @@ from __future__ import annotations
 
 import collections
 import hashlib
+import logging
 import os
 import socket
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Deque, Dict, Optional, Tuple, Union
+from typing import Any, Callable, Deque, Dict, Optional, Set, Tuple, Union
 
 from workbench_device import __version__
 from workbench_device.protocol import (
     MAX_CHUNK,
-    VERSION,
+    SUPPORTED_VERSIONS,
     ConnectionClosed,
     Err,
     Frame,
@@ -44,6 +46,8 @@ from workbench_device.protocol import (
     unpack_tensors,
 )
 from workbench_device.wire import FrameSocket, tune
+
+log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 60.0
 # The largest chunk the agent takes: fewer requests and replies per model.
@@ -109,7 +113,9 @@ class PushResult:
 
 class DeviceClient:
     """One connection to an agent. ``on_log(frame)`` is called for each ``log`` frame that
-    arrives while waiting for a reply (they are also kept in ``logs``)."""
+    arrives while waiting for a reply (they are also kept in ``logs``). Unsolicited frames of
+    other types (events a newer agent may send) are skipped and counted in
+    ``skipped_events``."""
 
     def __init__(self, host: str, port: int, timeout: float = DEFAULT_TIMEOUT_S,
                  connect_timeout: float = 10.0,
@@ -125,15 +131,26 @@ class DeviceClient:
         self.logs: Deque[Dict[str, Any]] = collections.deque(maxlen=LOG_BACKLOG)
         self.hello_reply: Dict[str, Any] = {}
         self.session_id: Optional[str] = None
+        self.skipped_events = 0
         self._next_id = 1
+        # Requests sent and not answered yet: a reply with another id is not for this client.
+        self._waiting: Set[int] = set()
+        self._nonce: Optional[str] = None  # the last hello's, until an auth uses it
         self._closed = False
 
     # --- frames ---
 
-    def send(self, kind: str, payload: Any = b"", **fields: Any) -> int:
-        """Send a request; its id."""
+    def _new_id(self) -> int:
         request_id = self._next_id
         self._next_id += 1
+        self._waiting.add(request_id)
+        return request_id
+
+    def send(self, kind: str, payload: Any = b"", **fields: Any) -> int:
+        """Send a request; its id."""
+        request_id = self._new_id()
+        if kind == Msg.AUTH:
+            self._nonce = None  # the agent uses it up, whatever the auth's outcome
         header = {"type": kind, "id": request_id}
         header.update(fields)
         self.fs.send(header, payload)
@@ -150,24 +167,50 @@ class DeviceClient:
         return Frame(header, payload)
 
     def receive(self, request_id: int, timeout: Optional[float] = None) -> Frame:
-        """The reply to ``request_id``; RemoteError for an ``error`` reply. Log frames arriving
-        meanwhile go to ``logs`` / ``on_log``."""
+        """The reply to ``request_id``; RemoteError for an ``error`` reply (or an error about
+        the connection, id null). Log frames arriving meanwhile go to ``logs`` / ``on_log``;
+        ProtocolError for a reply to no request this client is waiting for."""
         while True:
-            frame = self.read_frame(timeout)
-            kind = frame.type
-            if kind == Msg.LOG and frame.id is None:
-                self._got_log(frame.header)
-                continue
-            if kind == Msg.ERROR and frame.id in (request_id, None):
-                header = frame.header
+            frame = self._sort(self.read_frame(timeout), request_id)
+            if frame is not None:
+                return frame
+
+    def _sort(self, frame: Frame, request_id: Optional[int]) -> Optional[Frame]:
+        """``frame`` when it is the reply to ``request_id`` (RemoteError when that reply is an
+        ``error``); None for a frame dealt with here: a log line or another event, a late reply
+        to a request given up after an error. ProtocolError for a reply nobody waits for."""
+        header = frame.header
+        kind = frame.type
+        if "id" not in header and kind != Msg.ERROR:
+            if kind == Msg.LOG:
+                self._got_log(header)
+            else:
+                self.skipped_events += 1
+                log.debug("skipped a %r frame from %s:%s: not an event this host knows",
+                          kind, self.host, self.port)
+            return None
+        frame_id = header.get("id")
+        if (frame_id is None and kind == Msg.ERROR) or (request_id is not None
+                                                          and frame_id == request_id):
+            self._waiting.discard(frame_id)
+            if kind == Msg.ERROR:
                 extra = {k: v for k, v in header.items()
                          if k not in ("type", "id", "code", "message")}
                 raise RemoteError(str(header.get("code") or Err.INTERNAL),
                                   str(header.get("message") or "the device reported an error"),
                                   **extra)
-            if frame.id == request_id:
-                return frame
-            # A reply to a request abandoned after an error (a pipelined push): not ours.
+            return frame
+        # Replies come in the order of their requests: one to an earlier request still waiting
+        # was given up (the chunks pipelined after a failed one in a push).
+        if (frame_id in self._waiting and isinstance(frame_id, int)
+                and (request_id is None or frame_id < request_id)):
+            self._waiting.discard(frame_id)
+            return None
+        waiting = f"for request {request_id}" if request_id is not None else "for no reply"
+        raise ProtocolError(Err.BAD_FRAME, f"the device at {self.host}:{self.port} sent "
+                                           f"{kind!r} for request id {frame_id!r}, which has no "
+                                           f"reply to come (this host was waiting {waiting}): "
+                                           "the link is out of step; connect again")
 
     def request(self, kind: str, payload: Any = b"", timeout: Optional[float] = None,
                 **fields: Any) -> Frame:
@@ -187,15 +230,18 @@ class DeviceClient:
     def hello(self, host_id: Optional[str] = None) -> Dict[str, Any]:
         """The agent's hello (name, device_id, whether ``host_id`` is paired, the nonce)."""
         fields: Dict[str, Any] = {"client": f"workbench-device-client/{__version__}",
-                                  "protocol": VERSION}
+                                  "protocol": max(SUPPORTED_VERSIONS),
+                                  "versions": list(SUPPORTED_VERSIONS)}
         if host_id:
             fields["host_id"] = host_id
+        self._nonce = None
         reply = self.request(Msg.HELLO, **fields).header
-        if reply.get("protocol") != VERSION:
-            raise ProtocolError(Err.BAD_REQUEST, f"the device speaks protocol "
-                                                 f"{reply.get('protocol')}, this host {VERSION}: "
-                                                 "update the older side")
+        if reply.get("protocol") not in SUPPORTED_VERSIONS:
+            raise ProtocolError(Err.UNSUPPORTED_VERSION, f"the device chose protocol "
+                                f"{reply.get('protocol')}, this host speaks "
+                                f"{', '.join(map(str, SUPPORTED_VERSIONS))}: update the older side")
         self.hello_reply = reply
+        self._nonce = reply.get("nonce")
         return reply
 
     def pair(self, host_id: str, host_name: str, code: str) -> str:
@@ -205,10 +251,15 @@ class DeviceClient:
                                 code=str(code)).header["secret"])
 
     def authenticate(self, host_id: str, secret: str) -> None:
-        """Prove this host holds ``secret`` and check that the device does too (after hello)."""
-        nonce = self.hello_reply.get("nonce")
-        if not nonce:
+        """Prove this host holds ``secret`` and check that the device does too. Each hello's
+        nonce serves one auth: when the last one was used, this says hello again first."""
+        if not self.hello_reply:
             raise ProtocolError(Err.BAD_REQUEST, "send hello before authenticating")
+        if not self._nonce:
+            self.hello(host_id)
+        nonce, self._nonce = self._nonce, None
+        if not nonce:
+            raise ProtocolError(Err.BAD_REQUEST, "the device's hello gave no nonce to answer")
         host_nonce = new_nonce()
         reply = self.request(Msg.AUTH, host_id=host_id, host_nonce=host_nonce,
                              proof=hmac_proof(secret, nonce, host_nonce)).header
@@ -265,8 +316,7 @@ class DeviceClient:
             position = offset
             while position < size:
                 n = min(chunk_size, size - position)
-                request_id = self._next_id
-                self._next_id += 1
+                request_id = self._new_id()
                 header = {"type": Msg.PUSH_CHUNK, "id": request_id, "sha256": sha256,
                           "offset": position}
                 if data is not None:
@@ -362,11 +412,8 @@ class DeviceClient:
             frame = self.read_frame(timeout)
         except socket.timeout:
             return None
-        if frame.type == Msg.LOG:
-            if self.on_log is not None:
-                self.on_log(frame.header)
-            return frame.header
-        return None
+        self._sort(frame, None)  # a log line lands in ``logs`` (and goes to on_log)
+        return self.logs.popleft() if self.logs else None
 
     # --- closing ---
 

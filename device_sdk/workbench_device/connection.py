@@ -15,12 +15,11 @@ import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
 
 from workbench_device import __version__, logs
-from workbench_device.auth import verify_host
+from workbench_device.auth import Handshake
 from workbench_device.bench import benchmark
 from workbench_device.device_info import describe
 from workbench_device.protocol import (
     MAX_CHUNK,
-    VERSION,
     ConnectionClosed,
     Err,
     FrameError,
@@ -29,7 +28,6 @@ from workbench_device.protocol import (
     check_sha256,
     error_header,
     field_of,
-    new_nonce,
     ok,
     pack_tensors,
     unpack_tensors,
@@ -102,6 +100,18 @@ class Payload:
             self.broken = True
             raise
 
+    def to_memory(self, view: memoryview, wrote: Callable[[int], None]) -> None:
+        """Receive the payload into ``view``, which is as long as it (see
+        ``FrameSocket.recv_into_memory``)."""
+        self.taken = True
+        try:
+            self.fs.recv_into_memory(view, wrote)
+        except ConnectionClosed:
+            raise
+        except BaseException:
+            self.broken = True
+            raise
+
     def discard(self) -> None:
         if not self.taken:
             self.taken = True
@@ -117,7 +127,7 @@ class AgentConnection:
         self.peer = peer
         tune(sock)
         self.fs = FrameSocket(sock, max_payload=agent.max_payload)
-        self.nonce: Optional[str] = None
+        self.handshake = Handshake(agent.paired_hosts)
         self.host_id: Optional[str] = None
         self.session: Optional[Session] = None
         self.subscription: Optional[logs.LogSubscription] = None
@@ -280,15 +290,12 @@ class AgentConnection:
     # --- handshake ---
 
     def on_hello(self, header: Dict[str, Any], payload: Payload) -> Reply:
-        host_id = header.get("host_id")
-        paired = isinstance(host_id, str) and host_id in self.agent.paired_hosts
-        self.nonce = new_nonce()
+        handshake = self.handshake.hello(header)
         client = header.get("client")
         if isinstance(client, str):
             log.debug("%s says hello (%s)", self.peer, client[:100])
-        return Reply({"agent": AGENT_NAME, "protocol": VERSION, "name": self.agent.name,
-                      "device_id": self.agent.device_id, "paired": paired,
-                      "auth": "challenge" if paired else "pairing", "nonce": self.nonce})
+        return Reply({"agent": AGENT_NAME, "name": self.agent.name,
+                      "device_id": self.agent.device_id, **handshake})
 
     def on_pair(self, header: Dict[str, Any], payload: Payload) -> Reply:
         host_id = field_of(header, "host_id", str)
@@ -298,17 +305,13 @@ class AgentConnection:
         code = field_of(header, "code", (str, int))
         if isinstance(code, int):
             code = f"{code:06d}"
-        secret = self.agent.pairing.pair(host_id, host_name, code)
+        secret = self.agent.pairing.pair(host_id, host_name, code, source=self.peer)
         # Knowing the code is as good as a proof: this connection goes on authenticated.
         self.host_id = host_id
         return Reply({"secret": secret})
 
     def on_auth(self, header: Dict[str, Any], payload: Payload) -> Reply:
-        if self.nonce is None:
-            raise ProtocolError(Err.BAD_REQUEST, "send hello first: auth answers its nonce")
-        host_id = field_of(header, "host_id", str)
-        proof_agent = verify_host(self.agent.paired_hosts, host_id, self.nonce,
-                                  header.get("host_nonce"), header.get("proof"))
+        host_id, proof_agent = self.handshake.auth(header)
         self.host_id = host_id
         log.info("host %s authenticated from %s", host_id, self.peer)
         return Reply({"proof_agent": proof_agent})
@@ -369,7 +372,8 @@ class AgentConnection:
     def on_push_chunk(self, header: Dict[str, Any], payload: Payload) -> Reply:
         sha256 = check_sha256(header.get("sha256"))
         offset = field_of(header, "offset", int)
-        received = self.agent.store.receive(sha256, offset, payload.length, self, payload.to_file)
+        received = self.agent.store.receive(sha256, offset, payload.length, self,
+                                             payload.to_file, payload.to_memory)
         return Reply({"received": received})
 
     def on_push_end(self, header: Dict[str, Any], payload: Payload) -> Reply:

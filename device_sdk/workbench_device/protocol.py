@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import math
 import secrets
 import struct
 from dataclasses import dataclass, field
@@ -25,6 +26,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 MAGIC = b"WBDL"
 VERSION = 1
+# Every protocol version this end speaks; hello picks the highest one both ends speak.
+SUPPORTED_VERSIONS = (1,)
 PREFIX = struct.Struct(">4sBBHIQ")
 PREFIX_SIZE = PREFIX.size  # 20
 
@@ -90,9 +93,11 @@ class Err:
     RUNTIME = "runtime"
     BUSY = "busy"
     INTERNAL = "internal"
+    UNSUPPORTED_VERSION = "unsupported_version"
 
     ALL = (BAD_FRAME, TOO_LARGE, UNKNOWN_TYPE, NOT_AUTHENTICATED, PAIRING_LOCKED, BAD_CODE,
-           AUTH_FAILED, NOT_FOUND, BAD_REQUEST, SANDBOX, RUNTIME, BUSY, INTERNAL)
+           AUTH_FAILED, NOT_FOUND, BAD_REQUEST, SANDBOX, RUNTIME, BUSY, INTERNAL,
+           UNSUPPORTED_VERSION)
 
 
 class ProtocolError(Exception):
@@ -179,10 +184,48 @@ def parse_prefix(data: bytes, max_header: int = MAX_HEADER,
     return header_len, payload_len
 
 
+class _NotStrictJSON(ValueError):
+    """Text Python's json module reads but RFC 8259 JSON does not allow, or that two parsers
+    would read differently."""
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotStrictJSON(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    # 1e400 is valid JSON syntax but becomes Infinity in a double: a NaN/Infinity in disguise.
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotStrictJSON(f"the number {text[:40]} does not fit a 64-bit float")
+    return value
+
+
+def _unique_keys(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
+    # Parsers disagree on which of two equal keys wins (Python: the last; others: the first or
+    # an error), so a header with both could mean one thing to a check and another to its use.
+    obj: Dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise _NotStrictJSON(f"the key {key[:60]!r} appears twice in one object")
+        obj[key] = value
+    return obj
+
+
+def loads_strict(text: str) -> Any:
+    """``text`` parsed as RFC 8259 JSON: ValueError for NaN, Infinity, numbers beyond a double
+    and objects with a key given twice (at any depth), all of which ``json.loads`` accepts."""
+    return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float,
+                      object_pairs_hook=_unique_keys)
+
+
 def parse_header(data: bytes) -> Dict[str, Any]:
-    """The header object; FrameError(bad_frame) when the bytes are not a UTF-8 JSON object."""
+    """The header object; FrameError(bad_frame) when the bytes are not a UTF-8 JSON object, or
+    hold NaN, Infinity or a key given twice."""
     try:
-        header = json.loads(bytes(data).decode("utf-8"))
+        header = loads_strict(bytes(data).decode("utf-8"))
+    except _NotStrictJSON as exc:
+        raise FrameError(Err.BAD_FRAME, f"the header is not strict JSON: {exc}") from None
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise FrameError(Err.BAD_FRAME, f"the header is not UTF-8 JSON ({exc})") from None
     if not isinstance(header, dict):
@@ -208,6 +251,44 @@ def error_header(code: str, message: str, request_id: Optional[int] = None,
     header: Dict[str, Any] = {"type": Msg.ERROR, "id": request_id, "code": code, "message": message}
     header.update(extra)
     return header
+
+
+# --- Versions ----------------------------------------------------------------------------
+
+def _is_version(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def negotiate_version(hello: Mapping[str, Any],
+                      supported: Sequence[int] = SUPPORTED_VERSIONS) -> int:
+    """The protocol version a connection speaks after ``hello``: the highest version in both
+    ``supported`` and the host's ``versions`` list. A host that sends no list speaks every
+    version up to its ``protocol`` field, and one that sends neither speaks version 1 (the hosts
+    written before versions were negotiated). ProtocolError unsupported_version (with
+    ``versions``: what this end speaks) when there is none in common; bad_request for a
+    malformed field."""
+    offered = hello.get("versions")
+    if offered is not None:
+        if not isinstance(offered, list) or not offered or not all(map(_is_version, offered)):
+            raise ProtocolError(Err.BAD_REQUEST, "'versions' must be a non-empty list of "
+                                                 "protocol versions (integers from 1)")
+        common = [v for v in supported if v in offered]
+        described = ", ".join(str(v) for v in sorted(set(offered)))
+    else:
+        highest = hello.get("protocol")
+        if highest is None:
+            highest = 1
+        elif not _is_version(highest):
+            raise ProtocolError(Err.BAD_REQUEST, "'protocol' must be a protocol version (an "
+                                                 "integer from 1)")
+        common = [v for v in supported if v <= highest]
+        described = f"up to {highest}"
+    if not common:
+        speaks = ", ".join(str(v) for v in supported)
+        raise ProtocolError(Err.UNSUPPORTED_VERSION,
+                            f"the host speaks protocol versions {described}; this device speaks "
+                            f"{speaks}: update the older side", versions=list(supported))
+    return max(common)
 
 
 # --- Tensors -----------------------------------------------------------------------------

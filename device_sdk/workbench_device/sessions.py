@@ -66,7 +66,13 @@ class Sandbox:
         path = self.resolve(relative)
         if path == self.root:
             raise ProtocolError(Err.BAD_REQUEST, "'path' names the session's folder itself")
-        path.parent.mkdir(parents=True, exist_ok=True)
+        self._check_no_file_on_the_way(relative, path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            # A file appeared on the way after the check (a script running beside the put).
+            self._check_no_file_on_the_way(relative, path)
+            raise
         if not self._inside(path.parent):  # a link swapped in while the folders were made
             raise ProtocolError(Err.SANDBOX, f"{relative!r} leads out of the session's folder")
         if path.is_dir() and not path.is_symlink():
@@ -87,6 +93,16 @@ class Sandbox:
                 pass
             raise
         return path
+
+    def _check_no_file_on_the_way(self, relative: object, path: Path) -> None:
+        """ProtocolError(bad_request) naming the first folder of ``path`` that is a file (or
+        anything else but a folder): the put could not create the folders on its way."""
+        for parent in reversed(list(path.relative_to(self.root).parents)[:-1]):
+            on_disk = self.root / parent
+            if os.path.lexists(on_disk) and not on_disk.is_dir():
+                raise ProtocolError(Err.BAD_REQUEST, f"cannot write {relative!r}: "
+                                                     f"{parent.as_posix()!r} is a file, not a "
+                                                     "folder; remove it or choose another path")
 
     def open_for_reading(self, relative: object) -> Tuple[int, int]:
         """An open file descriptor of the regular file ``relative`` and its size."""

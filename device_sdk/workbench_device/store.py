@@ -1,24 +1,29 @@
 """Models kept by content: ``models/<sha256>``, pushed in chunks, resumable, checked by sha256.
 
-A push writes ``models/<sha256>.partial`` as the bytes arrive (from the socket straight into the
-file: ``FrameSocket.recv_to_file``). The sha256 is computed from the file on a thread of its
-own. While the bytes arrive slower than FOLLOW_BELOW_BYTES_PER_S (Wi-Fi, USB 2: the CPU waits
-for the network anyway) that thread hashes along, at the lowest CPU priority, so the check is
-done soon after the last byte; on a faster link (loopback) hashing along would slow the
-receiving, which keeps a CPU busy, so it waits. After ``push.end`` it finishes at normal
-priority, beside the fsync. Only when both are done is the file renamed to
+A push of a model up to PUSH_MEMORY_BYTES is received into memory the store keeps for it (one
+push at a time); a larger one, or one that arrives while the memory is taken, is written to
+``models/<sha256>.partial`` as the bytes arrive (from the socket straight into the file:
+``FrameSocket.recv_to_file``). The sha256 is computed on a thread of its own. While the bytes
+arrive slower than FOLLOW_BELOW_BYTES_PER_S (Wi-Fi, USB 2: the CPU waits for the network anyway)
+that thread hashes along, at the lowest CPU priority, so the check is done soon after the last
+byte; on a faster link (loopback) hashing along would slow the receiving, which keeps a CPU
+busy, so it waits. After ``push.end`` it finishes at normal priority, beside the writing of the
+memory to the file and the fsync. Only when all are done is the file renamed to
 ``models/<sha256>``: a model under its final name is always whole, checked and on disk.
 
-``push.end`` answers once every byte is in the file, with ``verified`` telling whether the check
-is over (it waits for the check when at most CHECK_INLINE_BYTES are left to hash, so small
+``push.end`` answers once every byte is on the device, with ``verified`` telling whether the
+check is over (it waits for the check when at most CHECK_INLINE_BYTES are left to hash, so small
 models answer as they always did). Until the check is over, ``model.has``, ``push.begin`` and
 ``model.load`` of that model wait for it; bytes that do not match their sha256 are deleted, and
 ``model.load`` then says that the push was corrupt. Measured on loopback with a 50 MB model, the
 receiving took 25-35 ms, the fsync 25 ms and the sha256 40 ms: waiting for all three before
 answering made a push five times slower than the socket, for nothing the host can use earlier
-(a model is loadable only once it is checked and stored, whatever push.end said).
+(a model is loadable only once it is checked and stored, whatever push.end said). Writing the
+bytes into the file as they arrived added a third to the receiving (the page cache takes new
+pages for each push); a reused buffer's pages are already there.
 
-When the connection drops, what arrived stays, and the next push.begin for that sha256 (from any
+When the connection drops, what arrived stays (the memory is written to the file then), and the
+next push.begin for that sha256 (from any
 connection, or after the agent restarts) answers with the offset to go on from. One connection
 at a time pushes a given model; another one waits for it.
 """
@@ -57,6 +62,12 @@ FOLLOW_POLL_S = 0.05
 FOLLOWER_NICE = 19
 # Models whose push failed its check, remembered to say so on model.load.
 FAILED_REMEMBERED = 64
+# A push of a model no larger than this is received into memory kept for it, and written to its
+# file by the check (see above); larger models, and a second push while one holds the memory,
+# go straight to the file. The memory is allocated at the first such push and kept.
+PUSH_MEMORY_BYTES = 64 * 1024 * 1024
+# The memory is written to the file in pieces of this size.
+WRITE_PIECE = 4 * 1024 * 1024
 
 STORED = "stored"
 
@@ -72,7 +83,11 @@ class _Upload:
         self.path = path
         self.owner: Optional[object] = None
         self.fd: Optional[int] = None
-        self.received = 0  # bytes in the file
+        self.received = 0  # bytes in the file, or in ``memory`` when it is set
+        # Where the bytes arrive when the push is received into memory; the memory is lent by
+        # the store and handed back with ``give_back_memory`` once the file holds the bytes.
+        self.memory: Optional[memoryview] = None
+        self.give_back_memory: Optional[Callable[[], None]] = None
         self.hasher = hashlib.sha256()
         self.hashed = 0  # the hasher covers the file's first ``hashed`` bytes
         self.ended = False  # push.end came: the check finishes and stores the model
@@ -80,6 +95,7 @@ class _Upload:
         self.outcome: Optional[Tuple[str, str]] = None
         self._on_checked = on_checked
         self._cond = threading.Condition()
+        self._closing = threading.Lock()
         self._stop = False
         self._follower: Optional[threading.Thread] = None
         self._finisher: Optional[threading.Thread] = None
@@ -112,9 +128,44 @@ class _Upload:
         self.received += n
 
     def close(self) -> None:
-        """Stop hashing and close the file (the upload can be opened again to resume)."""
+        """Stop hashing, put what arrived into the file and close it (the upload can be opened
+        again to resume)."""
         self._halt()
-        self._close_fd()
+        with self._closing:  # a stopping agent and the ending connection may both close it
+            self.write_out_memory()
+            self._close_fd()
+
+    def receive_into_memory(self, memory: memoryview, give_back: Callable[[], None]) -> None:
+        """Receive this push into ``memory`` (as long as the model); ``give_back`` returns it to
+        the store."""
+        self.memory, self.give_back_memory = memory, give_back
+
+    def write_out_memory(self) -> None:
+        """Put the bytes received into memory in the file, and go on without the memory (the
+        push resumes from the file). A failed write is logged: the file holds less, and the
+        next push.begin says from where to go on."""
+        memory, self.memory = self.memory, None
+        if memory is None:
+            return
+        try:
+            if self.fd is not None:
+                self._write_memory(memory, self.received)
+        except OSError as exc:
+            log.warning("keeping the %d bytes received of %s… failed (%s); its push starts "
+                        "again", self.received, self.sha256[:12], exc)
+            self.received = 0
+        finally:
+            self._return_memory()
+
+    def _write_memory(self, memory: memoryview, end: int) -> None:
+        offset = 0
+        while offset < end:
+            offset += os.pwrite(self.fd, memory[offset:min(end, offset + WRITE_PIECE)], offset)
+
+    def _return_memory(self) -> None:
+        give_back, self.give_back_memory = self.give_back_memory, None
+        if give_back is not None:
+            give_back()
 
     def _close_fd(self) -> None:
         with self._cond:  # the check and a stopping agent may both close it: only one does
@@ -145,6 +196,12 @@ class _Upload:
                 return False
             start = self.hashed
             n = min(end - start, HASH_WINDOW)
+            memory = self.memory
+            if memory is not None:
+                self.hasher.update(memory[start:start + n])  # releases the GIL
+                with self._cond:
+                    self.hashed = start + n
+                continue
             base = start - start % granularity
             with mmap.mmap(self.fd, start + n - base, access=mmap.ACCESS_READ,
                            offset=base) as mapped:
@@ -209,23 +266,30 @@ class _Upload:
 
     def _check_and_store(self) -> None:
         sync_error: list = []
+        memory = self.memory
 
-        def sync() -> None:
+        def write_and_sync() -> None:
+            # Not cut short by a stop: the file must hold every byte that arrived, so that the
+            # push can be checked again after a restart.
             try:
+                if memory is not None:
+                    self._write_memory(memory, self.size)
                 (os.fdatasync if hasattr(os, "fdatasync") else os.fsync)(self.fd)
             except OSError as exc:
                 sync_error.append(exc)
 
-        syncing = threading.Thread(target=sync, name="wb-device-sync", daemon=True)
+        syncing = threading.Thread(target=write_and_sync, name="wb-device-sync", daemon=True)
         syncing.start()  # the disk writes while the CPU hashes
         try:
             done = self._hash_to(self.size)
         except (OSError, ValueError) as exc:
             syncing.join()
+            self._drop_memory()
             self._conclude((Err.INTERNAL, f"cannot read the pushed model to check it: {exc}"),
                            delete=False)
             return
         syncing.join()
+        self._drop_memory()
         if not done:
             self._conclude((Err.INTERNAL, "the agent stopped before the model was checked; push "
                                           "it again"), delete=False)
@@ -250,6 +314,13 @@ class _Upload:
             return
         log.info("model %s… stored (%d bytes)", self.sha256[:12], self.size)
         self._conclude((STORED, ""), delete=False)
+
+    def _drop_memory(self) -> None:
+        """The file holds the bytes (or failed to take them, which the check reports): the
+        memory goes back to the store."""
+        if self.memory is not None:
+            self.memory = None
+            self._return_memory()
 
     def _conclude(self, outcome: Tuple[str, str], delete: bool) -> None:
         self._close_fd()
@@ -279,7 +350,8 @@ class ModelStore:
 
     def __init__(self, root: Path, max_model_bytes: int = DEFAULT_MAX_MODEL_BYTES,
                  wait_for_other_push_s: float = WAIT_FOR_OTHER_PUSH_S,
-                 wait_for_check_s: float = WAIT_FOR_CHECK_S):
+                 wait_for_check_s: float = WAIT_FOR_CHECK_S,
+                 push_memory_bytes: int = PUSH_MEMORY_BYTES):
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.max_model_bytes = max_model_bytes
@@ -288,6 +360,30 @@ class ModelStore:
         self._uploads: Dict[str, _Upload] = {}
         self._failed: "collections.OrderedDict[str, str]" = collections.OrderedDict()
         self._changed = threading.Condition()
+        self.push_memory_bytes = max(0, push_memory_bytes)
+        self._push_memory: Optional[bytearray] = None
+        self._push_memory_lent = False
+        self._closed = False
+
+    def _lend_memory(self, upload: _Upload) -> None:
+        """Let ``upload`` receive into the store's push memory when it is free and the model
+        fits (a reused buffer: its pages are already the process's, where a new one would fault
+        each page in on the first write, which costs more than writing to the file)."""
+        if upload.size > self.push_memory_bytes or upload.received or upload.memory is not None:
+            return
+        with self._changed:
+            if self._push_memory_lent or self._closed:
+                return
+            if self._push_memory is None:
+                self._push_memory = bytearray(self.push_memory_bytes)
+            self._push_memory_lent = True
+            memory = memoryview(self._push_memory)[:upload.size]
+
+        def give_back() -> None:
+            with self._changed:
+                self._push_memory_lent = False
+
+        upload.receive_into_memory(memory, give_back)
 
     def path_of(self, sha256: str) -> Path:
         return self.root / check_sha256(sha256)
@@ -384,6 +480,7 @@ class ModelStore:
                 upload.size = size
             if upload.fd is None:
                 upload.open()
+            self._lend_memory(upload)
         except OSError as exc:
             self._give_up(upload)
             raise ProtocolError(Err.INTERNAL, f"cannot write the model file: {exc}") from None
@@ -400,10 +497,13 @@ class ModelStore:
         return upload
 
     def receive(self, sha256: str, offset: object, length: int, owner: object,
-                to_file: Callable[[int, int, Callable[[int], None]], None]) -> int:
+                to_file: Callable[[int, int, Callable[[int], None]], None],
+                to_memory: Optional[Callable[[memoryview, Callable[[int], None]], None]] = None
+                ) -> int:
         """Append ``length`` bytes at ``offset`` (which must be where the push is) with
-        ``to_file(fd, offset, wrote)``, which writes them to the file and calls ``wrote(n)``
-        as they land. The number of bytes received so far."""
+        ``to_memory(view, wrote)`` when the push is received into memory, else with
+        ``to_file(fd, offset, wrote)``; each puts the bytes in place and calls ``wrote(n)`` as
+        they land. The number of bytes received so far."""
         upload = self._owned(sha256, owner)
         if offset != upload.received:
             raise ProtocolError(Err.BAD_REQUEST, f"push.chunk at offset {offset}, but the device "
@@ -412,6 +512,12 @@ class ModelStore:
         if upload.received + length > upload.size:
             raise ProtocolError(Err.BAD_REQUEST, f"this chunk goes past the model's size "
                                                  f"({upload.size} bytes)")
+        if upload.memory is not None and to_memory is None:
+            upload.write_out_memory()
+        if upload.memory is not None:
+            start = upload.received
+            to_memory(upload.memory[start:start + length], upload.wrote)
+            return upload.received
         try:
             to_file(upload.fd, upload.received, upload.wrote)
         except FileWriteError as exc:
@@ -480,6 +586,7 @@ class ModelStore:
     def close(self) -> None:
         """Stop every push and check (the agent is stopping); what is on disk can be resumed."""
         with self._changed:
+            self._closed = True
             uploads = list(self._uploads.values())
         for upload in uploads:
             upload.close()

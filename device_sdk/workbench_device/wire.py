@@ -2,9 +2,10 @@
 
 ``FrameSocket`` reads a frame's prefix and header, then leaves the payload in the socket for the
 caller to take the way it needs: whole into one preallocated buffer (tensors), piece by piece
-into a reused buffer (files), or straight into a file (a pushed model: on Linux with
-``os.splice`` the bytes go from the socket to the file through a pipe and never enter Python;
-elsewhere through a reused buffer).
+into a reused buffer (files), into memory kept for it (a pushed model the device writes to
+its file later), or straight into a file (a pushed model too large for that memory: on Linux
+with ``os.splice`` the bytes go from the socket to the file through a pipe and never enter
+Python; elsewhere through a reused buffer).
 """
 
 from __future__ import annotations
@@ -141,6 +142,20 @@ class FrameSocket:
                 got += n
             consume(view[:got])
             remaining -= got
+
+    def recv_into_memory(self, view: memoryview, wrote: Callable[[int], None]) -> None:
+        """Fill ``view`` with the next payload bytes, calling ``wrote(n)`` as each ``n`` bytes
+        land (also for the bytes that arrived before the connection closed part-way;
+        ConnectionClosed is raised after them)."""
+        recv_into = self.sock.recv_into
+        got, size = 0, len(view)
+        while got < size:
+            n = recv_into(view[got:])
+            if n == 0:
+                raise ConnectionClosed(f"the connection closed {size - got} bytes before the end "
+                                       "of a frame")
+            got += n
+            wrote(n)
 
     def discard(self, length: int) -> None:
         """Read and drop ``length`` payload bytes."""

@@ -24,6 +24,11 @@ from .conftest import closed_by_peer, connect, raw_connection, read_raw_frame, r
 
 HELLO = frame_bytes({"type": "hello", "id": 1})
 
+
+def _raw_frame(header: bytes) -> bytes:
+    return encode_prefix(len(header), 0) + header
+
+
 MALFORMED = {
     "bad magic": (b"NOPE" + HELLO[4:], Err.BAD_FRAME),
     "bad version": (HELLO[:4] + bytes([9]) + HELLO[5:], Err.BAD_FRAME),
@@ -35,6 +40,9 @@ MALFORMED = {
     "header json but not an object": (encode_prefix(9, 0) + b'["hello"]', Err.BAD_FRAME),
     "header not utf-8": (encode_prefix(3, 0) + b"\xff\xfe\xfd", Err.BAD_FRAME),
     "http request": (b"GET / HTTP/1.1\r\nHost: device\r\n\r\n", Err.BAD_FRAME),
+    "header with NaN": (_raw_frame(b'{"type":"hello","id":1,"x":NaN}'), Err.BAD_FRAME),
+    "header with a key twice": (_raw_frame(b'{"type":"hello","id":1,"type":"close"}'),
+                                Err.BAD_FRAME),
 }
 
 

@@ -4,15 +4,45 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import stat
 import time
 
 import pytest
 
+from workbench_device.auth import MAX_FAILED_AUTHS
 from workbench_device.client import DeviceClient
-from workbench_device.protocol import Err, ProtocolError, RemoteError, hmac_proof, new_nonce
+from workbench_device.pairing import PairedHosts, Pairing, source_of
+from workbench_device.protocol import (
+    Err,
+    ProtocolError,
+    RemoteError,
+    encode_header,
+    encode_prefix,
+    hmac_proof,
+    new_nonce,
+)
 
-from .conftest import HOST_ID, pair
+from .conftest import HOST_ID, closed_by_peer, pair, read_raw_frame
+
+OTHER_ADDRESS = "127.0.0.2"
+
+
+def _pair_from(address: str, port: int, code: str) -> dict:
+    """The reply to a ``pair`` sent on a new connection from ``address`` (another loopback
+    address: on Linux all of 127/8 is this machine); skips where the system has only
+    127.0.0.1."""
+    try:
+        sock = socket.create_connection(("127.0.0.1", port), timeout=10,
+                                        source_address=(address, 0))
+    except OSError as exc:
+        pytest.skip(f"cannot connect from {address} here: {exc}")
+    with sock:
+        header = encode_header({"type": "pair", "id": 1, "host_id": HOST_ID,
+                                "host_name": "guesser", "code": code})
+        sock.sendall(encode_prefix(len(header), 0) + header)
+        reply, _ = read_raw_frame(sock)
+    return reply
 
 
 def _client(agent, host_id=HOST_ID) -> DeviceClient:
@@ -62,29 +92,98 @@ def test_the_code_changes_after_a_pairing_and_the_old_one_no_longer_pairs(start_
     client.close()
 
 
-def test_wrong_codes_lock_pairing_for_everyone_until_the_lock_ends(start_agent):
+def test_wrong_codes_lock_pairing_for_their_address_only_until_the_lock_ends(start_agent):
     agent = start_agent(pairing_lock_s=1.0)
     wrong = f"{(int(agent.pairing.code) + 1) % 1000000:06d}"
-    codes = []
-    for attempt in range(5):
-        # Each guess on a new connection: reconnecting does not reset the count.
-        with DeviceClient("127.0.0.1", agent.port) as client:
-            client.hello(HOST_ID)
-            with pytest.raises(RemoteError) as error:
-                client.pair(HOST_ID, "guesser", wrong)
-            codes.append(error.value.code)
-            if attempt < 4:
-                assert error.value.extra["attempts_left"] == 4 - attempt
-    assert codes == [Err.BAD_CODE] * 4 + [Err.PAIRING_LOCKED]
-    client = _client(agent)
-    with pytest.raises(RemoteError) as error:
-        client.pair(HOST_ID, "owner", agent.pairing.code)  # even the right code, while locked
-    assert error.value.code == Err.PAIRING_LOCKED and 0 < error.value.extra["seconds"] <= 1
+    # Each guess on a new connection: reconnecting does not reset the count.
+    answers = [_pair_from(OTHER_ADDRESS, agent.port, wrong) for _ in range(5)]
+    assert [a["code"] for a in answers] == [Err.BAD_CODE] * 4 + [Err.PAIRING_LOCKED]
+    assert [a["attempts_left"] for a in answers[:4]] == [4, 3, 2, 1]
+    locked = _pair_from(OTHER_ADDRESS, agent.port, agent.pairing.code)  # even the right code
+    assert locked["code"] == Err.PAIRING_LOCKED and 0 < locked["seconds"] <= 1
+    assert "wait" in locked["message"]
+    # The owner, at another address, is not locked out by the guesser.
+    owner = _client(agent, "owner-host")
+    assert owner.pair("owner-host", "owner", agent.pairing.code)
+    owner.close()
     deadline = time.monotonic() + 20
-    while agent.pairing.seconds_locked() and time.monotonic() < deadline:
+    while agent.pairing.seconds_locked(f"{OTHER_ADDRESS}:1") and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert client.pair(HOST_ID, "owner", agent.pairing.code)
-    client.close()
+    assert _pair_from(OTHER_ADDRESS, agent.port, agent.pairing.code)["type"] == "pair.ok"
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _wrong_code(pairing: Pairing) -> str:
+    return f"{(int(pairing.code) + 1) % 1000000:06d}"
+
+
+def _try(pairing: Pairing, source: str, code: str):
+    try:
+        pairing.pair("h", "h", code, source=source)
+    except ProtocolError as exc:
+        return exc
+    return None
+
+
+def test_many_addresses_guessing_lock_pairing_for_everyone(tmp_path):
+    clock = _Clock()
+    pairing = Pairing(PairedHosts(tmp_path / "hosts.json"), clock=clock,
+                      global_wrong_codes_before_lock=8, global_window_seconds=60,
+                      global_lock_seconds=600)
+    wrong = _wrong_code(pairing)
+    answers = [_try(pairing, f"10.0.0.{n // 2}:5000", wrong) for n in range(8)]  # 2 per address
+    assert [a.code for a in answers] == [Err.BAD_CODE] * 7 + [Err.PAIRING_LOCKED]
+    # attempts_left counts down to the lock that comes first: here the global one.
+    assert [a.extra["attempts_left"] for a in answers[:7]] == [4, 3, 4, 3, 3, 2, 1]
+    assert answers[7].extra["seconds"] == 600
+    fresh = _try(pairing, "10.9.9.9:1", pairing.code)  # an address that never guessed
+    assert fresh.code == Err.PAIRING_LOCKED and fresh.extra["seconds"] == 600
+    assert "every host" in fresh.message
+    clock.now += 600
+    assert _try(pairing, "10.9.9.9:1", pairing.code) is None
+
+
+def test_wrong_codes_spread_over_time_do_not_add_up_to_the_global_lock(tmp_path):
+    clock = _Clock()
+    pairing = Pairing(PairedHosts(tmp_path / "hosts.json"), clock=clock,
+                      global_wrong_codes_before_lock=4, global_window_seconds=60)
+    wrong = _wrong_code(pairing)
+    for n in range(10):
+        assert _try(pairing, f"10.0.1.{n}:1", wrong).code == Err.BAD_CODE
+        clock.now += 30  # at most 2 in any minute
+
+
+def test_a_right_code_resets_the_counts_but_not_a_lock_in_force(tmp_path):
+    clock = _Clock()
+    pairing = Pairing(PairedHosts(tmp_path / "hosts.json"), clock=clock)
+    wrong = _wrong_code(pairing)
+    for _ in range(5):
+        _try(pairing, "10.0.0.1:1", wrong)
+    for _ in range(4):
+        _try(pairing, "10.0.0.2:1", wrong)
+    assert _try(pairing, "10.0.0.3:1", pairing.code) is None
+    assert _try(pairing, "10.0.0.1:1", pairing.code).code == Err.PAIRING_LOCKED
+    wrong = _wrong_code(pairing)
+    assert _try(pairing, "10.0.0.2:1", wrong).extra["attempts_left"] == 4
+
+
+def test_an_ipv6_machine_counts_as_one_address_across_its_64(tmp_path):
+    assert source_of("2001:db8:0:1::5:40000") == source_of("2001:db8:0:1:ffff::9:40001")
+    assert source_of("2001:db8:0:1::5:40000") != source_of("2001:db8:0:2::5:40000")
+    assert source_of("::ffff:192.0.2.7:80") == source_of("192.0.2.7:81") == "192.0.2.7"
+    assert source_of("::1:7300") == "::1"
+    clock = _Clock()
+    pairing = Pairing(PairedHosts(tmp_path / "hosts.json"), clock=clock)
+    wrong = _wrong_code(pairing)
+    answers = [_try(pairing, f"2001:db8:0:1::{n + 1}:5000", wrong) for n in range(5)]
+    assert answers[-1].code == Err.PAIRING_LOCKED
 
 
 def test_a_paired_host_authenticates_and_checks_the_agents_answer(agent):
@@ -97,26 +196,122 @@ def test_a_paired_host_authenticates_and_checks_the_agents_answer(agent):
 
 def test_a_wrong_proof_or_an_unknown_host_fails_auth(agent):
     secret = pair(agent)
-    client = _client(agent)
     host_nonce = new_nonce()
-    nonce = client.hello_reply["nonce"]
-    for fields in ({"host_id": HOST_ID, "host_nonce": host_nonce,
-                    "proof": hmac_proof("00" * 32, nonce, host_nonce)},
-                   {"host_id": HOST_ID, "host_nonce": host_nonce, "proof": "nonsense"},
-                   {"host_id": HOST_ID, "host_nonce": host_nonce,
-                    "proof": hmac_proof(secret, new_nonce(), host_nonce)},
-                   {"host_id": "stranger", "host_nonce": host_nonce,
-                    "proof": hmac_proof(secret, nonce, host_nonce)}):
+    for wrong in (lambda nonce: {"host_id": HOST_ID, "proof": hmac_proof("00" * 32, nonce,
+                                                                        host_nonce)},
+                  lambda nonce: {"host_id": HOST_ID, "proof": "nonsense"},
+                  lambda nonce: {"host_id": HOST_ID,
+                                 "proof": hmac_proof(secret, new_nonce(), host_nonce)},
+                  lambda nonce: {"host_id": "stranger",
+                                 "proof": hmac_proof(secret, nonce, host_nonce)}):
+        client = _client(agent)  # a connection for each: a third failure would close it
         with pytest.raises(RemoteError) as error:
-            client.request("auth", **fields)
+            client.request("auth", host_nonce=host_nonce, **wrong(client.hello_reply["nonce"]))
         assert error.value.code == Err.AUTH_FAILED
+        with pytest.raises(RemoteError) as error:
+            client.info()
+        assert error.value.code == Err.NOT_AUTHENTICATED
+        client.hello(HOST_ID)
+        with pytest.raises(RemoteError) as error:
+            client.request("auth", host_id=HOST_ID, host_nonce="ab", proof="00")
+        assert error.value.code == Err.BAD_REQUEST
+        client.authenticate(HOST_ID, secret)  # after a new hello the connection proves itself
+        assert client.info()["device_id"] == agent.device_id
+        client.close()
+
+
+def test_a_nonce_serves_one_auth_whatever_its_outcome(agent):
+    secret = pair(agent)
+    client = _client(agent)
+    nonce = client.hello_reply["nonce"]
+    host_nonce = new_nonce()
+    right = hmac_proof(secret, nonce, host_nonce)
     with pytest.raises(RemoteError) as error:
-        client.info()
-    assert error.value.code == Err.NOT_AUTHENTICATED
+        client.request("auth", host_id=HOST_ID, host_nonce=host_nonce, proof="00" * 32)
+    assert error.value.code == Err.AUTH_FAILED and "hello" in error.value.message
+    # The right proof for that same nonce comes too late: the failure used the nonce up.
     with pytest.raises(RemoteError) as error:
-        client.request("auth", host_id=HOST_ID, host_nonce="ab", proof="00")
+        client.request("auth", host_id=HOST_ID, host_nonce=host_nonce, proof=right)
+    assert error.value.code == Err.BAD_REQUEST and "hello" in error.value.message
+    client.hello(HOST_ID)
+    nonce = client.hello_reply["nonce"]
+    client.request("auth", host_id=HOST_ID, host_nonce=host_nonce,
+                   proof=hmac_proof(secret, nonce, host_nonce))
+    # A successful auth uses its nonce up as well: replaying it is refused.
+    with pytest.raises(RemoteError) as error:
+        client.request("auth", host_id=HOST_ID, host_nonce=host_nonce,
+                       proof=hmac_proof(secret, nonce, host_nonce))
     assert error.value.code == Err.BAD_REQUEST
-    client.authenticate(HOST_ID, secret)  # the same connection can still prove itself
+    client.close()
+
+
+def test_the_client_says_hello_again_when_its_nonce_was_used(agent):
+    secret = pair(agent)
+    client = _client(agent)
+    with pytest.raises(ProtocolError):
+        client.authenticate(HOST_ID, "11" * 32)
+    first = client.hello_reply["nonce"]
+    client.authenticate(HOST_ID, secret)
+    assert client.hello_reply["nonce"] != first
+    assert client.info()["device_id"] == agent.device_id
+    client.close()
+
+
+def test_repeated_failed_auths_close_the_connection(agent):
+    secret = pair(agent)
+    client = _client(agent)
+    for attempt in range(MAX_FAILED_AUTHS):
+        if attempt:
+            client.hello(HOST_ID)
+        host_nonce = new_nonce()
+        with pytest.raises(RemoteError) as error:
+            client.request("auth", host_id=HOST_ID, host_nonce=host_nonce,
+                           proof=hmac_proof("22" * 32, client.hello_reply["nonce"], host_nonce))
+        assert error.value.code == Err.AUTH_FAILED
+    assert "closes" in error.value.message
+    assert closed_by_peer(client.fs.sock)
+    client.fs.close()
+    client = _client(agent)  # other connections are not affected
+    client.authenticate(HOST_ID, secret)
+    client.close()
+
+
+@pytest.mark.parametrize("fields,chosen", [
+    ({}, 1),                                  # a host from before versions were negotiated
+    ({"protocol": 1}, 1),
+    ({"protocol": 3}, 1),                     # speaks 1 to 3
+    ({"versions": [1]}, 1),
+    ({"versions": [3, 1, 2]}, 1),
+    ({"versions": [1], "protocol": 9}, 1),    # the list wins
+])
+def test_hello_answers_the_version_both_ends_speak(agent, fields, chosen):
+    sock = socket.create_connection(("127.0.0.1", agent.port), timeout=10)
+    header = encode_header({"type": "hello", "id": 1, **fields})
+    sock.sendall(encode_prefix(len(header), 0) + header)
+    reply, _ = read_raw_frame(sock)
+    assert reply["type"] == "hello.ok" and reply["protocol"] == chosen
+    assert reply["versions"] == [1] and reply["nonce"]
+    sock.close()
+
+
+def test_a_hello_with_no_version_in_common_gets_unsupported_version_and_may_try_again(agent):
+    client = DeviceClient("127.0.0.1", agent.port)
+    for fields in ({"versions": [2, 3]}, {"protocol": 0, "versions": [7]}):
+        with pytest.raises(RemoteError) as error:
+            client.request("hello", **fields)
+        assert error.value.code == Err.UNSUPPORTED_VERSION
+        assert error.value.extra["versions"] == [1] and "1" in error.value.message
+    for fields in ({"versions": []}, {"versions": [1.0]}, {"versions": "1"}, {"protocol": "1"},
+                   {"protocol": 0}, {"versions": [True]}):
+        with pytest.raises(RemoteError) as error:
+            client.request("hello", **fields)
+        assert error.value.code == Err.BAD_REQUEST, fields
+    # A failed hello leaves no nonce to answer.
+    host_nonce = new_nonce()
+    with pytest.raises(RemoteError) as error:
+        client.request("auth", host_id=HOST_ID, host_nonce=host_nonce, proof="00" * 32)
+    assert error.value.code == Err.BAD_REQUEST
+    assert client.hello(HOST_ID)["protocol"] == 1  # the connection goes on
     client.close()
 
 

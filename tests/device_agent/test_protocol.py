@@ -20,6 +20,7 @@ from workbench_device.protocol import (
     ProtocolError,
     decode_frame,
     encode_prefix,
+    negotiate_version,
     frame_bytes,
     hmac_proof,
     new_nonce,
@@ -64,6 +65,53 @@ def test_every_malformed_prefix_and_header_is_a_frame_error_with_its_code():
         with pytest.raises(FrameError) as error:
             decode_frame(data)
         assert error.value.code == code, name
+
+
+@pytest.mark.parametrize("text,reason", [
+    (b'{"type":"hello","id":1,"x":NaN}', "NaN"),
+    (b'{"type":"hello","id":1,"x":Infinity}', "Infinity"),
+    (b'{"type":"hello","id":1,"x":[-Infinity]}', "-Infinity"),
+    (b'{"type":"hello","id":1,"x":1e400}', "1e400"),
+    (b'{"type":"hello","id":1,"type":"auth"}', "'type' appears twice"),
+    (b'{"type":"hello","id":1,"id":2}', "'id' appears twice"),
+    (b'{"type":"x","id":1,"tensors":[{"name":"a","name":"b"}]}', "'name' appears twice"),
+])
+def test_headers_with_nan_infinity_or_a_key_given_twice_are_bad_frames(text, reason):
+    with pytest.raises(FrameError) as error:
+        decode_frame(encode_prefix(len(text), 0) + text)
+    assert error.value.code == Err.BAD_FRAME and reason in error.value.message
+
+
+def test_strict_headers_still_take_every_ordinary_number():
+    text = b'{"type":"x","id":9007199254740991,"a":-0.5,"b":1e300,"c":12345678901234567890}'
+    frame, _ = decode_frame(encode_prefix(len(text), 0) + text)
+    assert frame.header["a"] == -0.5 and frame.header["b"] == 1e300
+    assert frame.header["c"] == 12345678901234567890
+
+
+@pytest.mark.parametrize("hello,supported,chosen", [
+    ({}, (1,), 1),                                # a host that predates negotiation
+    ({"protocol": 1}, (1,), 1),
+    ({"protocol": 2}, (1, 2), 2),
+    ({"protocol": 5}, (1, 2), 2),
+    ({"protocol": 1}, (1, 2), 1),
+    ({"versions": [1, 2]}, (1, 2, 3), 2),
+    ({"versions": [3]}, (1, 2, 3), 3),
+    ({"versions": [2], "protocol": 1}, (1, 2), 2),  # the list wins over 'protocol'
+])
+def test_hello_chooses_the_highest_version_both_ends_speak(hello, supported, chosen):
+    assert negotiate_version(hello, supported) == chosen
+
+
+def test_no_version_in_common_names_what_this_end_speaks():
+    with pytest.raises(ProtocolError) as error:
+        negotiate_version({"versions": [3, 4]}, (1, 2))
+    assert error.value.code == Err.UNSUPPORTED_VERSION
+    assert error.value.extra == {"versions": [1, 2]}
+    assert "3, 4" in error.value.message and "1, 2" in error.value.message
+    with pytest.raises(ProtocolError) as error:
+        negotiate_version({"protocol": 1}, (2,))
+    assert error.value.code == Err.UNSUPPORTED_VERSION
 
 
 def test_the_agent_can_set_a_lower_payload_limit():
@@ -186,4 +234,4 @@ def test_proofs_are_mutual_and_bound_to_the_secret_and_both_nonces():
 def test_replies_are_named_after_their_requests():
     assert ok(Msg.PUSH_BEGIN) == "push.begin.ok"
     assert set(Msg.BEFORE_AUTH) <= set(Msg.REQUESTS)
-    assert len(set(Err.ALL)) == 13
+    assert len(set(Err.ALL)) == 14 and Err.UNSUPPORTED_VERSION in Err.ALL

@@ -119,3 +119,18 @@ def test_file_requests_check_their_fields(device):
     with pytest.raises(RemoteError) as error:
         device.request("file.put", b"abc", path="a\x00b", size=3)
     assert error.value.code == Err.SANDBOX
+
+
+@pytest.mark.parametrize("path,in_the_way", [
+    ("notes.txt/a.bin", "notes.txt"),
+    ("notes.txt/deeper/a.bin", "notes.txt"),
+    ("inputs/notes.txt/a.bin", "inputs/notes.txt"),
+])
+def test_a_put_below_a_file_names_the_file_in_the_way(device, agent, path, in_the_way):
+    device.put_file(in_the_way, b"a file, not a folder")
+    with pytest.raises(RemoteError) as error:
+        device.put_file(path, b"x")
+    assert error.value.code == Err.BAD_REQUEST
+    assert repr(in_the_way) in error.value.message and "not a folder" in error.value.message
+    assert device.get_file(in_the_way) == b"a file, not a folder"
+    assert device.put_file("still-works.txt", b"yes")["size"] == 3

@@ -104,8 +104,9 @@ class AgentProcess:
                 self._new_code.wait(left)
             return self.codes[-1]
 
-    def link(self, timeout: float = 20.0) -> Link:
-        return Link(self.port, timeout=timeout)
+    def link(self, timeout: float = 20.0, source: Optional[str] = None) -> Link:
+        """A new connection; ``source`` is the local address it comes from."""
+        return Link(self.port, timeout=timeout, source=source)
 
     def pair(self, host_id: str) -> str:
         """Pair ``host_id`` with the code the agent printed; the secret."""

@@ -25,7 +25,7 @@ MAX_CHUNK = 4 * 1024 * 1024
 BEFORE_AUTH_PAYLOAD = 64 * 1024
 ERROR_CODES = {"bad_frame", "too_large", "unknown_type", "not_authenticated", "pairing_locked",
                "bad_code", "auth_failed", "not_found", "bad_request", "sandbox", "runtime", "busy",
-               "internal"}
+               "internal", "unsupported_version"}
 # Section 7: the dtypes a tensor may have, and their sizes.
 ITEMSIZE = {"float16": 2, "float32": 4, "float64": 8, "int8": 1, "uint8": 1, "int16": 2,
             "uint16": 2, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "bool": 1}
@@ -44,6 +44,29 @@ def encode(header: Dict[str, Any], payload: bytes = b"") -> bytes:
     return prefix(len(head), len(payload)) + head + bytes(payload)
 
 
+def raw_frame(header_text: bytes, payload: bytes = b"") -> bytes:
+    """A frame whose header is ``header_text`` exactly (JSON ``encode`` would not write)."""
+    return prefix(len(header_text), len(payload)) + header_text + payload
+
+
+def _no_constant(name: str) -> None:
+    raise AssertionError(f"the agent sent {name}, which is not JSON (section 2)")
+
+
+def _unique(pairs: List[Tuple[str, Any]]) -> Dict[str, Any]:
+    keys = [key for key, _ in pairs]
+    assert len(keys) == len(set(keys)), f"the agent sent a key twice in one object: {keys}"
+    return dict(pairs)
+
+
+def parse_header(data: bytes) -> Dict[str, Any]:
+    """A header as section 2 allows it: UTF-8 JSON, an object, no NaN or Infinity, no key twice."""
+    header = json.loads(data.decode("utf-8"), parse_constant=_no_constant,
+                        object_pairs_hook=_unique)
+    assert isinstance(header, dict), header
+    return header
+
+
 class AgentError(Exception):
     """The agent answered with an ``error`` frame."""
 
@@ -56,8 +79,10 @@ class AgentError(Exception):
 class Link:
     """One TCP connection to the agent, frames in and out, nothing else."""
 
-    def __init__(self, port: int, host: str = "127.0.0.1", timeout: float = 20.0):
-        self.sock = socket.create_connection((host, port), timeout=timeout)
+    def __init__(self, port: int, host: str = "127.0.0.1", timeout: float = 20.0,
+                 source: Optional[str] = None):
+        self.sock = socket.create_connection((host, port), timeout=timeout,
+                                             source_address=(source, 0) if source else None)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.next_id = 1
         self.logs: List[Dict[str, Any]] = []
@@ -93,9 +118,7 @@ class Link:
         header_bytes = self._exact(header_len)
         payload = self._exact(payload_len) if payload_len else b""
         assert header_bytes is not None and payload is not None, "the agent closed mid-frame"
-        header = json.loads(header_bytes.decode("utf-8"))
-        assert isinstance(header, dict)
-        return header, payload
+        return parse_header(header_bytes), payload
 
     def closed_by_agent(self) -> bool:
         """True when the agent closed the connection (nothing but the end left to read)."""
@@ -144,6 +167,13 @@ class Link:
 
     def ok(self, kind: str, payload: bytes = b"", **fields: Any) -> Dict[str, Any]:
         return self.call(kind, payload, **fields)[0]
+
+    def send_and_reply(self, kind: str, payload: bytes = b"", **fields: Any) -> Dict[str, Any]:
+        """Send a request; its reply's header, whatever it is."""
+        header, _ = self.reply(self.send(kind, payload, **fields))
+        if header["type"] == "error":
+            check_error(header)
+        return header
 
     def error(self, kind: str, payload: bytes = b"", **fields: Any) -> Dict[str, Any]:
         """Send a request that must fail; the error header."""

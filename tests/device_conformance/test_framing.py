@@ -7,7 +7,15 @@ import json
 
 import pytest
 
-from .frames import BEFORE_AUTH_PAYLOAD, MAX_CHUNK, MAX_HEADER, encode, is_hex, prefix
+from .frames import (
+    BEFORE_AUTH_PAYLOAD,
+    MAX_CHUNK,
+    MAX_HEADER,
+    encode,
+    is_hex,
+    prefix,
+    raw_frame,
+)
 
 # The hello frame of section 2, as printed there.
 DOCUMENTED_HELLO = bytes.fromhex(
@@ -30,7 +38,7 @@ def test_hello_is_served_before_authentication_with_every_field(agent):
         header, payload = link.reply(1)
         assert header["type"] == "hello.ok" and payload == b""
         assert isinstance(header["agent"], str) and header["agent"]
-        assert header["protocol"] == 1
+        assert header["protocol"] == 1 and header["versions"] == [1]
         assert isinstance(header["name"], str) and isinstance(header["device_id"], str)
         assert header["device_id"]
         assert header["paired"] is False and header["auth"] == "pairing"
@@ -38,6 +46,39 @@ def test_hello_is_served_before_authentication_with_every_field(agent):
         again = link.hello()
         assert again["nonce"] != header["nonce"]  # a fresh nonce for every hello
         assert again["device_id"] == header["device_id"]
+    finally:
+        link.close()
+
+
+@pytest.mark.parametrize("fields", [
+    {},                                # a host from before versions were negotiated
+    {"protocol": 1},
+    {"protocol": 4},                   # speaks 1 to 4
+    {"versions": [1]},
+    {"versions": [5, 1, 3]},
+    {"versions": [1], "protocol": 9},  # the list wins over 'protocol'
+])
+def test_hello_answers_a_version_both_ends_speak(agent, fields):
+    link = agent.link()
+    try:
+        reply = link.ok("hello", **fields)
+        offered = fields.get("versions") or range(1, fields.get("protocol", 1) + 1)
+        assert 1 in reply["versions"] and is_hex(reply["nonce"], 64)
+        assert reply["protocol"] == max(set(offered) & set(reply["versions"]))
+    finally:
+        link.close()
+
+
+def test_a_hello_with_no_version_in_common_gets_unsupported_version(agent):
+    link = agent.link()
+    try:
+        error = link.error("hello", client="from-the-future/9", versions=[7, 8])
+        assert error["code"] == "unsupported_version" and error["id"] == link.next_id - 1
+        assert 1 in error["versions"] and "1" in error["message"]
+        for fields in ({"versions": []}, {"versions": ["1"]}, {"versions": 1},
+                       {"protocol": 0}, {"protocol": "1"}):
+            assert link.error("hello", **fields)["code"] == "bad_request", fields
+        assert link.hello()["protocol"] == 1  # the connection goes on
     finally:
         link.close()
 
@@ -97,6 +138,14 @@ MALFORMED = {
     "header a JSON string": (prefix(7, 0) + b'"hello"', "bad_frame"),
     "header not UTF-8": (prefix(3, 0) + b"\xff\xfe\xfd", "bad_frame"),
     "an HTTP request": (b"GET / HTTP/1.1\r\nHost: device\r\n\r\n", "bad_frame"),
+    "header with NaN": (raw_frame(b'{"type":"hello","id":1,"x":NaN}'), "bad_frame"),
+    "header with Infinity": (raw_frame(b'{"type":"hello","id":1,"x":-Infinity}'), "bad_frame"),
+    "header with a number beyond a double": (raw_frame(b'{"type":"hello","id":1,"x":1e999}'),
+                                             "bad_frame"),
+    "header with a key twice": (raw_frame(b'{"type":"hello","id":1,"type":"close"}'),
+                                "bad_frame"),
+    "header with a key twice, nested": (
+        raw_frame(b'{"type":"hello","id":1,"x":{"a":1,"a":2}}'), "bad_frame"),
 }
 
 

@@ -32,6 +32,17 @@ def test_files_go_into_the_sandbox_and_come_back(connect):
     assert link.error("file.put", b"abc", path="")["code"] == "bad_request"
 
 
+def test_a_put_below_a_file_is_refused_naming_that_file(connect):
+    link = connect()
+    link.ok("file.put", b"a file", path="inputs/notes.txt")
+    for path in ("inputs/notes.txt/a.bin", "inputs/notes.txt/deeper/a.bin"):
+        error = link.error("file.put", b"x", path=path)
+        assert error["code"] == "bad_request", error
+        assert "inputs/notes.txt" in error["message"], error
+    assert link.call("file.get", path="inputs/notes.txt")[1] == b"a file"
+    assert link.ok("file.put", b"yes", path="inputs/other.txt")["size"] == 3
+
+
 @pytest.mark.parametrize("path", ["../escape.txt", "a/../../escape.txt", "/etc/passwd", "/tmp/x",
                                   "..", "a/b/../../../x", "a\x00b", "\\windows\\x"])
 def test_paths_that_leave_the_sandbox_are_refused(connect, path):
