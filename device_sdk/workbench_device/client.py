@@ -30,6 +30,7 @@ from typing import Any, Callable, Deque, Dict, Optional, Set, Tuple, Union
 
 from workbench_device import __version__
 from workbench_device.protocol import (
+    BASE_CHUNK,
     MAX_CHUNK,
     SUPPORTED_VERSIONS,
     ConnectionClosed,
@@ -50,7 +51,8 @@ from workbench_device.wire import FrameSocket, tune
 log = logging.getLogger(__name__)
 
 DEFAULT_TIMEOUT_S = 60.0
-# The largest chunk the agent takes: fewer requests and replies per model.
+# The chunk sent when the device takes one that large (see ``DeviceClient.max_chunk``): fewer
+# requests and replies per model.
 PUSH_CHUNK = MAX_CHUNK
 # Chunks sent before the first one's reply is awaited: the agent writes while the next ones
 # are on the way.
@@ -244,6 +246,15 @@ class DeviceClient:
         self._nonce = reply.get("nonce")
         return reply
 
+    @property
+    def max_chunk(self) -> int:
+        """The largest push.chunk the device takes: what its hello said, else the base size
+        every agent takes."""
+        announced = self.hello_reply.get("max_chunk")
+        if isinstance(announced, int) and not isinstance(announced, bool) and announced > 0:
+            return min(announced, MAX_CHUNK)
+        return BASE_CHUNK
+
     def pair(self, host_id: str, host_name: str, code: str) -> str:
         """Pair with the code the device shows; the secret for later connections (this one is
         authenticated already)."""
@@ -297,7 +308,7 @@ class DeviceClient:
         this waits for that check (RemoteError when the bytes did not match) unless
         ``wait_until_stored`` is false: then ``verified`` may be False, and the device's
         model.has / model.load of that model wait for the check."""
-        chunk_size = max(1, min(chunk_size, MAX_CHUNK))
+        chunk_size = max(1, min(chunk_size, self.max_chunk))
         in_memory = isinstance(source, (bytes, bytearray, memoryview))
         size = len(memoryview(source).cast("B")) if in_memory else os.stat(source).st_size
         sha256 = sha256 or sha256_of(source)

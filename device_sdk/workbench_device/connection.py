@@ -295,7 +295,7 @@ class AgentConnection:
         if isinstance(client, str):
             log.debug("%s says hello (%s)", self.peer, client[:100])
         return Reply({"agent": AGENT_NAME, "name": self.agent.name,
-                      "device_id": self.agent.device_id, **handshake})
+                      "device_id": self.agent.device_id, "max_chunk": MAX_CHUNK, **handshake})
 
     def on_pair(self, header: Dict[str, Any], payload: Payload) -> Reply:
         host_id = field_of(header, "host_id", str)

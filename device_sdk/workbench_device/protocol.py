@@ -34,7 +34,12 @@ PREFIX_SIZE = PREFIX.size  # 20
 MAX_HEADER = 64 * 1024
 MAX_PAYLOAD = 1 << 30
 # What the agent accepts unless told otherwise: one push.chunk, and one run's tensors or file.
-MAX_CHUNK = 4 * 1024 * 1024
+# The chunk limit is announced in hello.ok (max_chunk): measured on loopback with a 50 MB model,
+# 16 MiB chunks took a third less of the agent's CPU than 4 MiB ones (fewer requests, replies
+# and wake-ups), which is what bounds a push there.
+MAX_CHUNK = 16 * 1024 * 1024
+# The chunk every agent takes: what a host sends to an agent whose hello.ok names no max_chunk.
+BASE_CHUNK = 4 * 1024 * 1024
 DEFAULT_MAX_RUN_PAYLOAD = 256 * 1024 * 1024
 
 DEFAULT_PORT = 7300

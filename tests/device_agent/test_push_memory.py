@@ -10,7 +10,7 @@ import pytest
 
 from workbench_device import store as store_module
 from workbench_device.client import sha256_of
-from workbench_device.protocol import encode_header, encode_prefix
+from workbench_device.protocol import BASE_CHUNK, MAX_CHUNK, encode_header, encode_prefix
 from workbench_device.store import ModelStore
 
 from .conftest import connect, models_dir
@@ -143,3 +143,23 @@ def test_a_push_cut_off_mid_chunk_resumes_from_the_last_byte_that_arrived(agent,
     assert result.resumed_from == 700001
     assert (models_dir(agent) / sha).read_bytes() == data
     again.close()
+
+
+def test_the_client_sends_chunks_as_large_as_the_agent_announces(agent, secret):
+    client = connect(agent, secret, session=False)
+    assert client.hello_reply["max_chunk"] == MAX_CHUNK
+    data = os.urandom(MAX_CHUNK + 1000)
+    steps: list = []
+    client.push_model(data, progress=lambda done, size: steps.append(done))
+    assert steps == [MAX_CHUNK, len(data)]
+    client.close()
+
+
+def test_without_an_announced_limit_the_client_sends_base_size_chunks(agent, secret):
+    client = connect(agent, secret, session=False)
+    del client.hello_reply["max_chunk"]  # as from an agent that announces none
+    data = os.urandom(BASE_CHUNK + 10)
+    steps: list = []
+    client.push_model(data, progress=lambda done, size: steps.append(done))
+    assert steps == [BASE_CHUNK, len(data)]
+    client.close()

@@ -21,7 +21,8 @@ PREFIX = struct.Struct(">4sBBHIQ")
 MAGIC = b"WBDL"
 VERSION = 1
 MAX_HEADER = 64 * 1024
-MAX_CHUNK = 4 * 1024 * 1024
+# Section 8: every agent takes push.chunk payloads this large; hello.ok's max_chunk may say more.
+BASE_CHUNK = 4 * 1024 * 1024
 BEFORE_AUTH_PAYLOAD = 64 * 1024
 ERROR_CODES = {"bad_frame", "too_large", "unknown_type", "not_authenticated", "pairing_locked",
                "bad_code", "auth_failed", "not_found", "bad_request", "sandbox", "runtime", "busy",

@@ -3,13 +3,15 @@ that are no frame: each closes its own connection and nothing else (sections 2 t
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 
 import pytest
 
 from .frames import (
+    BASE_CHUNK,
     BEFORE_AUTH_PAYLOAD,
-    MAX_CHUNK,
     MAX_HEADER,
     encode,
     is_hex,
@@ -185,13 +187,37 @@ def test_unknown_fields_are_ignored(connect):
     assert link.ok("info", some_future_field={"x": [1, 2]})["device_id"]
 
 
+def announced_chunk(agent) -> int:
+    """The push.chunk limit the agent's hello.ok names (the base size when it names none)."""
+    link = agent.link()
+    try:
+        return link.hello().get("max_chunk", BASE_CHUNK)
+    finally:
+        link.close()
+
+
+def test_hello_announces_a_chunk_limit_of_at_least_the_base_size(agent):
+    limit = announced_chunk(agent)
+    assert isinstance(limit, int) and not isinstance(limit, bool) and limit >= BASE_CHUNK
+
+
+def test_a_chunk_of_the_announced_size_is_taken(agent, connect):
+    link = connect(session=False)
+    limit = announced_chunk(agent)
+    data = os.urandom(limit)
+    sha = hashlib.sha256(data).hexdigest()
+    link.ok("push.begin", sha256=sha, size=limit)
+    assert link.ok("push.chunk", data, sha256=sha, offset=0)["received"] == limit
+
+
 def test_an_oversize_push_chunk_closes_its_connection(agent, connect):
     working = connect(session=False)
     pusher = connect(session=False)
+    limit = announced_chunk(agent)
     sha = "cd" * 32
-    pusher.ok("push.begin", sha256=sha, size=10 * MAX_CHUNK)
+    pusher.ok("push.begin", sha256=sha, size=10 * limit)
     head = json.dumps({"type": "push.chunk", "id": 99, "sha256": sha, "offset": 0}).encode()
-    pusher.send_raw(prefix(len(head), MAX_CHUNK + 1) + head + b"\0" * 1000)
+    pusher.send_raw(prefix(len(head), limit + 1) + head + b"\0" * 1000)
     header, _ = pusher.reply(99)
     assert header["type"] == "error" and header["code"] == "too_large"
     assert pusher.closed_by_agent()
