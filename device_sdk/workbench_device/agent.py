@@ -39,7 +39,7 @@ from workbench_device.protocol import (
 )
 from workbench_device.sessions import DEFAULT_MAX_SESSIONS, SessionRegistry
 from workbench_device.scripts import RunningScripts
-from workbench_device.store import ModelStore
+from workbench_device.store import PUSH_MEMORY_BYTES, ModelStore
 from workbench_device.wire import FrameSocket
 
 log = logging.getLogger(__name__)
@@ -74,6 +74,7 @@ class Agent:
                  pairing_lock_s: float = LOCK_SECONDS,
                  max_payload: int = DEFAULT_MAX_RUN_PAYLOAD,
                  frame_timeout_s: float = FRAME_TIMEOUT_S,
+                 push_memory_bytes: int = PUSH_MEMORY_BYTES,
                  on_pairing_code: Optional[Callable[[str], None]] = None):
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -90,7 +91,7 @@ class Agent:
         self.paired_hosts = PairedHosts(self.data_dir / "paired_hosts.json")
         self.pairing = Pairing(self.paired_hosts, lock_seconds=pairing_lock_s,
                                on_new_code=self._code_changed)
-        self.store = ModelStore(self.data_dir / "models")
+        self.store = ModelStore(self.data_dir / "models", push_memory_bytes=push_memory_bytes)
         self.sessions = SessionRegistry(self.data_dir / "sessions", max_sessions)
         self.max_connections = max(16, 4 * max_sessions)
         self.logs = LogHub(self)
@@ -314,6 +315,11 @@ def _parser() -> argparse.ArgumentParser:
                         help="do not announce the device on the LAN")
     parser.add_argument("--max-sessions", type=int, default=DEFAULT_MAX_SESSIONS,
                         help=f"sessions served at once (default {DEFAULT_MAX_SESSIONS})")
+    parser.add_argument("--push-memory-mb", type=int, default=PUSH_MEMORY_BYTES >> 20,
+                        help="memory kept for receiving pushed models; a model up to this size "
+                             "is received into it and then written to its file (default "
+                             f"{PUSH_MEMORY_BYTES >> 20}; 0 writes every push straight to its "
+                             "file)")
     parser.add_argument("--json", action="store_true",
                         help="also print the address and pairing code as one JSON line")
     parser.add_argument("--verbose", action="store_true", help="log debug lines too")
@@ -327,6 +333,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
     if args.max_sessions < 1:
         print("workbench-device-agent: --max-sessions must be at least 1", file=sys.stderr)
+        return 2
+    if args.push_memory_mb < 0:
+        print("workbench-device-agent: --push-memory-mb cannot be negative", file=sys.stderr)
         return 2
     data_dir = args.data_dir or default_data_dir()
     try:
@@ -345,6 +354,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         agent = Agent(data_dir, host=args.host, port=args.port, name=args.name,
                       all_interfaces=args.all_interfaces, max_sessions=args.max_sessions,
                       mdns=not args.no_mdns, pairing_lock_s=args.pairing_lock_seconds,
+                      push_memory_bytes=args.push_memory_mb << 20,
                       on_pairing_code=announce_code)
         agent.start()
     except (AgentError, OSError) as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import queue
 import signal
 import subprocess
@@ -98,6 +99,25 @@ def test_listening_everywhere_has_to_be_asked_for(tmp_path):
                            "--port", "0", "--data-dir", str(tmp_path), "--no-mdns"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1 and "--all-interfaces" in done.stderr
+
+
+def test_a_negative_push_memory_is_refused_with_what_to_give(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "workbench_device", "--push-memory-mb", "-1",
+                           "--port", "0", "--data-dir", str(tmp_path), "--no-mdns"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "--push-memory-mb cannot be negative" in done.stderr
+
+
+def test_an_agent_without_push_memory_stores_pushes_all_the_same(run_agent, tmp_path):
+    agent = run_agent("--port", "0", "--data-dir", str(tmp_path / "d"), "--no-mdns", "--json",
+                      "--push-memory-mb", "0")
+    announced = json.loads(agent.line())
+    data = os.urandom(3 * 1024 * 1024)
+    with DeviceClient("127.0.0.1", announced["port"]) as client:
+        client.hello(HOST_ID)
+        client.pair(HOST_ID, "test", announced["pairing_code"])
+        sha = client.push_model(data).sha256
+    assert (tmp_path / "d" / "models" / sha).read_bytes() == data
 
 
 def test_a_taken_port_is_a_clear_error(run_agent, tmp_path):
