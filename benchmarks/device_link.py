@@ -212,6 +212,9 @@ def push_figures(client: DeviceClient, sink_port: int, folder: Path, runs: int) 
                 plain_times.append(plain_send(sink_port, datas[run]))
             else:
                 to_file_times.append(plain_send(sink_port, datas[run], to_file=True))
+                # Its 50 MB of dirty pages would be written back during the next measurement
+                # (the agent syncs its own before has_model answers).
+                os.sync()
     # The same model again (the first one, made a while ago): the client knows the file's
     # sha256 from the first push unless the file changed, and the device has the model.
     second = []

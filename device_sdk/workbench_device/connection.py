@@ -54,8 +54,11 @@ class Reply:
     descriptor and size to send with sendfile)."""
 
     def __init__(self, fields: Optional[Dict[str, Any]] = None, payload: Any = b"",
-                 file_fd: Optional[int] = None, file_size: int = 0):
+                 file_fd: Optional[int] = None, file_size: int = 0,
+                 after_sent: Optional[Callable[[], None]] = None):
         self.fields = fields or {}
+        # Runs once the reply is out (or could not be sent).
+        self.after_sent = after_sent
         self.payload = payload
         self.file_fd = file_fd
         self.file_size = file_size
@@ -227,6 +230,9 @@ class AgentConnection:
             log.info("the reply to %s from %s could not be sent (%s); closing that connection",
                      kind, self.peer, exc)
             return False
+        finally:
+            if reply.after_sent is not None:
+                reply.after_sent()
         return True
 
     def _after_error(self, exc: ProtocolError, request_id: Optional[int], payload: Payload) -> bool:
@@ -378,8 +384,11 @@ class AgentConnection:
 
     def on_push_end(self, header: Dict[str, Any], payload: Payload) -> Reply:
         sha256 = check_sha256(header.get("sha256"))
-        size, verified = self.agent.store.end(sha256, self)
-        return Reply({"sha256": sha256, "size": size, "verified": verified})
+        payload.discard()  # nothing may fail between the end and the reply that starts the check
+        deferred: list = []
+        size, verified = self.agent.store.end(sha256, self, start_check=deferred.append)
+        return Reply({"sha256": sha256, "size": size, "verified": verified},
+                     after_sent=deferred[0] if deferred else None)
 
     def on_model_load(self, header: Dict[str, Any], payload: Payload) -> Reply:
         session = self._session()

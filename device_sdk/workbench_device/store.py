@@ -248,10 +248,15 @@ class _Upload:
         of normal priority (``on_checked`` is called with the outcome when that is over)."""
         with self._cond:
             self.ended = True
+            stopped = self._stop
             self._cond.notify_all()
         if self._follower is not None:
             self._follower.join()
             self._follower = None
+        if stopped:  # the agent stopped after push.end, before the check began
+            self._conclude((Err.INTERNAL, "the agent stopped before the model was checked; push "
+                                          "it again"), delete=False)
+            return
         self._finisher = threading.Thread(target=self._finish, name="wb-device-check",
                                           daemon=True)
         self._finisher.start()
@@ -527,9 +532,14 @@ class ModelStore:
                                               f"{exc.error.strerror or exc.error}") from None
         return upload.received
 
-    def end(self, sha256: str, owner: object) -> Tuple[int, bool]:
+    def end(self, sha256: str, owner: object,
+            start_check: Optional[Callable[[Callable[[], None]], None]] = None
+            ) -> Tuple[int, bool]:
         """Every byte is here: the model's size, and whether it is checked and stored already
-        (ProtocolError when the check failed). Otherwise the check goes on in the background."""
+        (ProtocolError when the check failed). Otherwise the check goes on in the background:
+        started at once, or handed to ``start_check`` to start later (the agent starts it once
+        the push.end reply is out: the check's threads, hashing and writing, would otherwise
+        take every CPU before the reply could be sent)."""
         upload = self._owned(sha256, owner)
         if upload.received != upload.size:
             raise ProtocolError(Err.BAD_REQUEST, f"only {upload.received} of {upload.size} bytes "
@@ -538,9 +548,10 @@ class ModelStore:
         with self._changed:  # from here on the check owns the upload: nobody takes it over
             upload.owner = None
             upload.ended = True
-        upload.finish()
         if upload.size - upload.hashed > CHECK_INLINE_BYTES:
+            (start_check or (lambda start: start()))(upload.finish)
             return upload.size, False
+        upload.finish()
         with self._changed:
             while upload.outcome is None:
                 self._changed.wait()

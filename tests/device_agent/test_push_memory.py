@@ -163,3 +163,40 @@ def test_without_an_announced_limit_the_client_sends_base_size_chunks(agent, sec
     client.push_model(data, progress=lambda done, size: steps.append(done))
     assert steps == [BASE_CHUNK, len(data)]
     client.close()
+
+
+def test_the_check_can_start_after_the_reply(tmp_path, check_after_end):
+    store = ModelStore(tmp_path / "models", push_memory_bytes=1 << 20)
+    data = os.urandom(store_module.CHECK_INLINE_BYTES + 1000)  # checked in the background
+    sha = sha256_of(data)
+    owner = _Owner()
+    store.begin(sha, len(data), owner)
+    calls: list = []
+    store.receive(sha, 0, len(data), owner, _to_file(data, calls), _to_memory(data, calls))
+    starts: list = []
+    assert store.end(sha, owner, start_check=starts.append) == (len(data), False)
+    assert len(starts) == 1 and store.size_of(sha) is None  # not checked until started
+    starts[0]()
+    assert store.stored_size(sha) == len(data)
+    assert (tmp_path / "models" / sha).read_bytes() == data
+
+
+def test_a_check_not_started_before_the_agent_stopped_is_done_after_a_restart(tmp_path,
+                                                                               check_after_end):
+    store = ModelStore(tmp_path / "models", push_memory_bytes=1 << 20)
+    data = os.urandom(store_module.CHECK_INLINE_BYTES + 1000)
+    sha = sha256_of(data)
+    owner = _Owner()
+    store.begin(sha, len(data), owner)
+    calls: list = []
+    store.receive(sha, 0, len(data), owner, _to_file(data, calls), _to_memory(data, calls))
+    starts: list = []
+    store.end(sha, owner, start_check=starts.append)
+    store.close()
+    starts[0]()  # the reply went out as the agent stopped
+    assert "stopped" in store.push_error(sha)
+    restarted = ModelStore(tmp_path / "models")
+    again = _Owner()
+    assert restarted.begin(sha, len(data), again) == (len(data), False)
+    restarted.end(sha, again)
+    assert restarted.stored_size(sha) == len(data)
