@@ -105,10 +105,10 @@ class Payload:
 
     def to_memory(self, view: memoryview, wrote: Callable[[int], None]) -> None:
         """Receive the payload into ``view``, which is as long as it (see
-        ``FrameSocket.recv_into_memory``)."""
+        ``FrameSocket.recv_exact_into``)."""
         self.taken = True
         try:
-            self.fs.recv_into_memory(view, wrote)
+            self.fs.recv_exact_into(view, wrote)
         except ConnectionClosed:
             raise
         except BaseException:

@@ -77,8 +77,11 @@ class FrameSocket:
 
     # --- receiving ---
 
-    def recv_exact_into(self, view: memoryview) -> None:
-        """Fill ``view`` from the socket; ConnectionClosed when the peer closes first."""
+    def recv_exact_into(self, view: memoryview,
+                        wrote: Optional[Callable[[int], None]] = None) -> None:
+        """Fill ``view`` from the socket, calling ``wrote(n)`` (when given) as each ``n`` bytes
+        land; ConnectionClosed when the peer closes first (after ``wrote`` heard of the bytes
+        that did arrive)."""
         got, size = 0, len(view)
         recv_into = self.sock.recv_into
         while got < size:
@@ -87,6 +90,8 @@ class FrameSocket:
                 raise ConnectionClosed(f"the connection closed {size - got} bytes before the end "
                                        "of a frame")
             got += n
+            if wrote is not None:
+                wrote(n)
 
     def recv_head(self, on_first_byte: Optional[Callable[[], None]] = None
                   ) -> Optional[Tuple[Dict[str, Any], int]]:
@@ -142,20 +147,6 @@ class FrameSocket:
                 got += n
             consume(view[:got])
             remaining -= got
-
-    def recv_into_memory(self, view: memoryview, wrote: Callable[[int], None]) -> None:
-        """Fill ``view`` with the next payload bytes, calling ``wrote(n)`` as each ``n`` bytes
-        land (also for the bytes that arrived before the connection closed part-way;
-        ConnectionClosed is raised after them)."""
-        recv_into = self.sock.recv_into
-        got, size = 0, len(view)
-        while got < size:
-            n = recv_into(view[got:])
-            if n == 0:
-                raise ConnectionClosed(f"the connection closed {size - got} bytes before the end "
-                                       "of a frame")
-            got += n
-            wrote(n)
 
     def discard(self, length: int) -> None:
         """Read and drop ``length`` payload bytes."""

@@ -165,9 +165,8 @@ def test_without_an_announced_limit_the_client_sends_base_size_chunks(agent, sec
     client.close()
 
 
-def test_the_check_can_start_after_the_reply(tmp_path, check_after_end):
-    store = ModelStore(tmp_path / "models", push_memory_bytes=1 << 20)
-    data = os.urandom(store_module.CHECK_INLINE_BYTES + 1000)  # checked in the background
+def _received_and_ended(store: ModelStore, data: bytes) -> tuple:
+    """Push ``data`` whole and end it, the check left to start: (sha256, its start)."""
     sha = sha256_of(data)
     owner = _Owner()
     store.begin(sha, len(data), owner)
@@ -175,8 +174,16 @@ def test_the_check_can_start_after_the_reply(tmp_path, check_after_end):
     store.receive(sha, 0, len(data), owner, _to_file(data, calls), _to_memory(data, calls))
     starts: list = []
     assert store.end(sha, owner, start_check=starts.append) == (len(data), False)
-    assert len(starts) == 1 and store.size_of(sha) is None  # not checked until started
-    starts[0]()
+    assert len(starts) == 1
+    return sha, starts[0]
+
+
+def test_the_check_can_start_after_the_reply(tmp_path, check_after_end):
+    store = ModelStore(tmp_path / "models", push_memory_bytes=1 << 20)
+    data = os.urandom(store_module.CHECK_INLINE_BYTES + 1000)  # checked in the background
+    sha, start = _received_and_ended(store, data)
+    assert store.size_of(sha) is None  # not checked until started
+    start()
     assert store.stored_size(sha) == len(data)
     assert (tmp_path / "models" / sha).read_bytes() == data
 
@@ -185,15 +192,9 @@ def test_a_check_not_started_before_the_agent_stopped_is_done_after_a_restart(tm
                                                                                check_after_end):
     store = ModelStore(tmp_path / "models", push_memory_bytes=1 << 20)
     data = os.urandom(store_module.CHECK_INLINE_BYTES + 1000)
-    sha = sha256_of(data)
-    owner = _Owner()
-    store.begin(sha, len(data), owner)
-    calls: list = []
-    store.receive(sha, 0, len(data), owner, _to_file(data, calls), _to_memory(data, calls))
-    starts: list = []
-    store.end(sha, owner, start_check=starts.append)
+    sha, start = _received_and_ended(store, data)
     store.close()
-    starts[0]()  # the reply went out as the agent stopped
+    start()  # the reply went out as the agent stopped
     assert "stopped" in store.push_error(sha)
     restarted = ModelStore(tmp_path / "models")
     again = _Owner()
