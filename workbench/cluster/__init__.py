@@ -9,8 +9,9 @@ when a connection is made.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from workbench.project.lazy_exports import lazy_exports
 
 _WHERE = {
     "ClusterError": "errors",
@@ -61,17 +62,7 @@ _WHERE = {
 __all__ = sorted(_WHERE)
 
 
-def __getattr__(name: str):
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'workbench.cluster' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"workbench.cluster.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_WHERE))
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE, globals())
 
 
 if TYPE_CHECKING:

@@ -11,8 +11,9 @@ onnxruntime load only when a device is found, paired or used.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from workbench.project.lazy_exports import lazy_exports
 
 _WHERE = {
     "DeviceError": "errors",
@@ -52,17 +53,7 @@ _WHERE = {
 __all__ = sorted(_WHERE)
 
 
-def __getattr__(name: str):
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'workbench.device' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"workbench.device.{module}"), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_WHERE))
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE, globals())
 
 
 if TYPE_CHECKING:

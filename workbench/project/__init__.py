@@ -8,8 +8,9 @@ RecentProjects`` does not also load templates and file operations on a timed sta
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from workbench.project.lazy_exports import lazy_exports
 
 _WHERE = {
     "ProjectError": "errors",
@@ -41,17 +42,7 @@ _WHERE = {
 __all__ = sorted(_WHERE)
 
 
-def __getattr__(name: str):
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'workbench.project' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"workbench.project.{module}"), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_WHERE))
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE, globals())
 
 
 if TYPE_CHECKING:

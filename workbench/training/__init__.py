@@ -8,8 +8,9 @@ package on every run start, and the window imports it before its first run.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from workbench.project.lazy_exports import lazy_exports
 
 _WHERE = {
     "TrainingError": "errors",
@@ -28,17 +29,7 @@ _WHERE = {
 __all__ = sorted(_WHERE)
 
 
-def __getattr__(name: str):
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'workbench.training' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"workbench.training.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_WHERE))
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE, globals())
 
 
 if TYPE_CHECKING:
