@@ -11,6 +11,7 @@ import pytest
 
 from tests.cluster.conftest import private_keyring_and_agent  # noqa: F401  (autouse fixture)
 from tests.cluster.run_helpers import VENV_BIN, committed, end_followers
+from tests.project_windows import ProjectWindows
 from tests.git.conftest import git_identity  # noqa: F401  (autouse fixture: commits need an author, HOME is private)
 from tests.training.conftest import make_project
 
@@ -72,40 +73,16 @@ def trust_host(server) -> None:
 def open_window(qtbot):
     """``open_window(root) -> window``: a project window with its capabilities installed and its
     runs listed. Runs still active at the end are terminated (they outlive windows)."""
-    from workbench.project import load_project
-    from workbench.training.widgets import session_of
-    from workbench.ui.project_window import ProjectWindow
+    windows = ProjectWindows(qtbot, TIMEOUT_MS)
+    yield windows.open
 
-    windows, roots = [], []
+    def end_run(service, info) -> None:
+        try:
+            service.terminate(info.id)
+        except Exception:  # noqa: BLE001 — clean-up: the follower's end kills it anyway
+            pass
 
-    def open_(root: Path):
-        window = ProjectWindow(load_project(root))
-        window.resize(1400, 900)
-        qtbot.addWidget(window)
-        windows.append(window)
-        roots.append(root)
-        with qtbot.waitSignal(window.sig_capabilities_installed, timeout=TIMEOUT_MS):
-            window.show()
-        qtbot.waitUntil(lambda: session_of(window).listed, timeout=TIMEOUT_MS)
-        return window
-
-    yield open_
-    import shiboken6
-
-    for window in windows:
-        if shiboken6.isValid(window):
-            window.tasks.wait(TIMEOUT_MS)
-    from workbench.training import RunService
-
-    for root in set(roots):
-        service = RunService(root)
-        for info in service.list_runs():
-            if info.is_active:
-                try:
-                    service.terminate(info.id)
-                except Exception:  # noqa: BLE001 — clean-up: the follower's end kills it anyway
-                    pass
-        end_followers(root)
+    windows.close(end_run, after_root=end_followers)
 
 
 def screenshot(widget, name: str) -> None:

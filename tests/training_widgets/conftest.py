@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.project import load_project
-from workbench.ui.project_window import ProjectWindow
+from tests.project_windows import ProjectWindows
 
 TIMEOUT_MS = 30_000
 
@@ -99,37 +98,14 @@ def toy_project(tmp_path) -> Path:
 def open_window(qtbot):
     """``open_window(root) -> window``: a window on ``root`` whose Runs panel has listed the runs.
     Runs still active at the end of the test are terminated (they outlive windows)."""
-    from workbench.training.widgets import panel_of, session_of
+    windows = ProjectWindows(qtbot, TIMEOUT_MS)
+    yield windows.open
 
-    windows = []
-    roots = []
+    def end_run(service, info) -> None:
+        service.terminate(info.id)
+        service.wait(info.id, timeout=10)
 
-    def open_(root):
-        window = ProjectWindow(load_project(root))
-        window.resize(1400, 900)
-        qtbot.addWidget(window)
-        windows.append(window)
-        roots.append(root)
-        with qtbot.waitSignal(window.sig_capabilities_installed, timeout=TIMEOUT_MS):
-            window.show()
-        qtbot.waitUntil(lambda: session_of(window).listed, timeout=TIMEOUT_MS)
-        assert panel_of(window) is not None
-        return window
-
-    yield open_
-    import shiboken6
-
-    for window in windows:
-        if shiboken6.isValid(window):
-            window.tasks.wait(TIMEOUT_MS)
-    from workbench.training import RunService
-
-    for root in set(roots):
-        service = RunService(root)
-        for info in service.list_runs():
-            if info.is_active:
-                service.terminate(info.id)
-                service.wait(info.id, timeout=10)
+    windows.close(end_run)
 
 
 def wait_for(qtbot, predicate, timeout: int = TIMEOUT_MS) -> None:
