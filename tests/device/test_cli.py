@@ -144,3 +144,23 @@ def test_logs_follows_the_device_log(cli_paired_agent):
     assert follower.returncode == 0, stderr
     lines = [json.loads(line) for line in stdout.splitlines()]
     assert len(lines) == 2 and all({"time", "level", "message"} <= set(line) for line in lines)
+
+
+def test_a_file_that_is_no_whole_model_is_refused_before_anything_is_sent(cli_paired_agent,
+                                                                          digits_onnx, tmp_path):
+    text = tmp_path / "notes.onnx"
+    text.write_text("hello\n")
+    truncated = tmp_path / "truncated.onnx"
+    truncated.write_bytes(digits_onnx.read_bytes()[: digits_onnx.stat().st_size // 2])
+    for command, path, said in (("push", text, "is not a model file: it is a text file"),
+                                ("push", truncated, "is a truncated ONNX model"),
+                                ("bench", truncated, "is a truncated ONNX model"),
+                                ("run", text, "is not a model file")):
+        refused = run_cli(command, cli_paired_agent.address, str(path))
+        assert refused.returncode == 1, (command, refused.stdout)
+        [line] = refused.stderr.strip().splitlines()[-1:]
+        assert said in line and "Traceback" not in refused.stderr
+    wrong_runtime = run_cli("bench", cli_paired_agent.address, str(digits_onnx), "--runtime", "mnn")
+    assert wrong_runtime.returncode == 1
+    assert "the mnn runtime takes MNN models" in wrong_runtime.stderr
+    assert not any((cli_paired_agent.data_dir / "models").glob("*"))

@@ -146,13 +146,20 @@ def _when(iso: str) -> str:
         return iso
 
 
-def _model_path(model: Path) -> Path:
+def _model_path(model: Path, runtime: str | None = None) -> Path:
+    """MODEL as an absolute path; with ``runtime``, also checked to hold a model that runtime
+    takes (any runtime's, for "any"), so that a text file or a truncated model is refused here,
+    before it is sent, rather than by the device after the push."""
     from workbench.device.errors import DeviceError
 
     path = model.expanduser().absolute()
     if not path.is_file():
         raise DeviceError(f"{path} does not exist: give the model file (.onnx, or .mnn with "
                           "--runtime mnn)")
+    if runtime is not None:
+        from workbench.device.link import check_model_file
+
+        check_model_file(path, runtime)
     return path
 
 
@@ -291,7 +298,7 @@ def push_command(device: str, model: Path, as_json: bool) -> None:
     """Send MODEL to DEVICE (nothing is sent when the device has it; a push cut off resumes)."""
     from workbench.device.link import size_text
 
-    path = _model_path(model)
+    path = _model_path(model, "any")
     status = _Status()
     try:
         with _open(device) as link:
@@ -344,7 +351,7 @@ def run_command(device: str, model: Path, npz: Path | None, project: Path | None
 
     from workbench.device.verify import inputs_for
 
-    path = _model_path(model)
+    path = _model_path(model, runtime)
     status = _Status()
     try:
         with _open(device, runtime, threads) as link:
@@ -417,7 +424,7 @@ def bench_command(device: str, model: Path, runs: int, warmup: int, batch: int, 
     """Benchmark MODEL on DEVICE: init time, latency p50 / p90 / p99, peak memory."""
     from workbench.device.verify import latency_table
 
-    path = _model_path(model)
+    path = _model_path(model, runtime)
     status = _Status()
     try:
         with _open(device, runtime, threads) as link:
@@ -462,7 +469,7 @@ def verify_command(device: str, model: Path, npz: Path | None, project: Path | N
     the max abs diff and top-1 agreement, and the latency table. Exit status 1 when it fails."""
     from workbench.device.verify import verify_model
 
-    path = _model_path(model)
+    path = _model_path(model, "any")
     status = _Status()
     try:
         with _open(device, runtime, threads) as link:

@@ -548,6 +548,32 @@ class DeviceLink:
         return lines
 
 
+RUNTIME_MODEL_KINDS = {"onnxruntime": ("onnx",), "mnn": ("mnn",), "any": ("onnx", "mnn")}
+
+
+def check_model_file(path: Path, runtime: str = "any") -> None:
+    """DeviceError unless ``path`` holds a whole model that ``runtime`` on a device loads (an
+    ONNX or MNN model for "any"): read here from its bytes, so a text file or a truncated copy
+    is refused before it is sent, with what the file is instead."""
+    from workbench.modeltools.errors import ModelToolError
+    from workbench.modeltools.model_files import MNN, ONNX, expect, identify
+
+    path = Path(path)
+    kinds = RUNTIME_MODEL_KINDS.get(runtime, RUNTIME_MODEL_KINDS["any"])
+    try:
+        kind = identify(path).kind
+        if kind == ONNX and runtime == "mnn":
+            raise DeviceError(f"{path} is an ONNX model and the mnn runtime takes MNN models: "
+                              f"convert it first (workbench model mnn {path}), or run it with "
+                              "onnxruntime")
+        if kind == MNN and runtime == "onnxruntime":
+            raise DeviceError(f"{path} is an MNN model and onnxruntime takes ONNX models: run it "
+                              "with the mnn runtime (--runtime mnn)")
+        expect(path, kinds, "a device")
+    except ModelToolError as exc:
+        raise DeviceError(str(exc)) from None
+
+
 def size_text(n: int) -> str:
     """A byte count as people read it: "12.3 MB", "245 kB"."""
     if n >= 1_000_000:

@@ -9,6 +9,7 @@ there. A failure is shown in the banner at the top as one line.
 from __future__ import annotations
 
 import math
+from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
@@ -68,6 +69,23 @@ def _size_text(n: int) -> str:
     if n >= 1_000_000:
         return f"{n / 1e6:.1f} MB"
     return f"{n / 1e3:.1f} kB" if n >= 1000 else f"{n} bytes"
+
+
+def _local_time(iso: str) -> str:
+    """An ISO 8601 time (UTC, as the history keeps it) as this computer's local date and time."""
+    try:
+        return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    except (TypeError, ValueError):
+        return str(iso or "–")
+
+
+def _clock(seconds) -> str:
+    """A log line's Unix time as the local time of day, to the millisecond."""
+    try:
+        moment = datetime.fromtimestamp(float(seconds))
+    except (TypeError, ValueError, OverflowError, OSError):
+        return str(seconds or "")
+    return moment.strftime("%H:%M:%S.") + f"{moment.microsecond // 1000:03d}"
 
 
 INFO_LABELS = {"name": "Name", "address": "Address", "model": "Model", "os": "OS", "cpu": "CPU",
@@ -135,7 +153,7 @@ class DevicesPanel(QWidget):
         self.local_button.setToolTip("Start an agent on this computer and pair with it")
         self.info_button = QPushButton("Info")
         self.info_button.setToolTip("Connect to the selected device and show what it says about itself")
-        self.refresh_button.clicked.connect(self.session.refresh)
+        self.refresh_button.clicked.connect(self.refresh)
         self.pair_button.clicked.connect(lambda: self.pair())
         self.local_button.clicked.connect(self.session.start_local)
         self.info_button.clicked.connect(self.show_info)
@@ -289,6 +307,12 @@ class DevicesPanel(QWidget):
 
     # --- devices -------------------------------------------------------------------------------
 
+    def refresh(self) -> None:
+        """List the devices again; the banner's message is about an earlier state, so it goes
+        (a failure of the listing itself shows again)."""
+        self.banner.hide()
+        self.session.refresh()
+
     def show_devices(self, overview: dict) -> None:
         selected = self.selected_address()
         self.devices.clear()
@@ -345,6 +369,8 @@ class DevicesPanel(QWidget):
         if address is None or code is None:
             if self.pair_dialog is not None:
                 self.pair_dialog.close()
+            if address is None:
+                address = self._unpaired_selection()
             self.pair_dialog = PairDialog(self, address or "")
             self.pair_dialog.accepted.connect(
                 lambda dialog=self.pair_dialog: self.pair(dialog.address.text(), dialog.code.text()))
@@ -356,6 +382,14 @@ class DevicesPanel(QWidget):
             return
         self.banner.hide()
         self.session.pair(address, code)
+
+    def _unpaired_selection(self) -> str:
+        """The selected device's address when it is one to pair with (seen, not paired yet)."""
+        item = self.devices.currentItem()
+        row = item.data(0, Qt.ItemDataRole.UserRole) if item is not None else None
+        if row is None or row.get("paired") or row.get("local"):
+            return ""
+        return str(row.get("address") or "")
 
     def show_info(self) -> None:
         address = self._device_or_say()
@@ -535,9 +569,11 @@ class DevicesPanel(QWidget):
         for entry in reversed(entries):  # newest first
             row = self.history_table.rowCount()
             self.history_table.insertRow(row)
-            worst = max((c.max_abs_diff for c in entry.outputs), default=None)
+            # An output missing on the device was recorded without a difference (None).
+            diffs = [c.max_abs_diff for c in entry.outputs]
+            worst = (math.inf if None in diffs else max(diffs)) if diffs else None
             p50 = (entry.latency.get("device") or {}).get("p50_ms")
-            cells = [entry.time, entry.device_name, entry.runtime, str(entry.samples)]
+            cells = [_local_time(entry.time), entry.device_name, entry.runtime, str(entry.samples)]
             for column, text in enumerate(cells):
                 self.history_table.setItem(row, column, _item(text))
             self.history_table.setItem(row, 4, _item("pass" if entry.passed else "fail",
@@ -559,7 +595,7 @@ class DevicesPanel(QWidget):
             self.session.stop_logs()
 
     def _log_line(self, line: dict) -> None:
-        self.log_view.appendPlainText(f"{line.get('time', '')} {str(line.get('level', '')).upper():7} "
+        self.log_view.appendPlainText(f"{_clock(line.get('time'))} {str(line.get('level', '')).upper():7} "
                                       f"{line.get('message', '')}")
 
     # --- state ---------------------------------------------------------------------------------

@@ -208,19 +208,30 @@ class DeviceSession(QObject):
             finally:
                 self._close_link(INFO_KEY, link)
 
-        self._run(INFO_KEY, call, on_done=self.sig_info.emit, title=f"Connecting to {target}")
+        def answered(info) -> None:
+            self._answered(target)
+            self.sig_info.emit(info)
+
+        self._run(INFO_KEY, call, on_done=answered, title=f"Connecting to {target}")
 
     def push(self, target: str, model: Path | str) -> None:
         """Send ``model`` to ``target`` unless it has it."""
 
         def call(progress=None, cancel=None):
+            from workbench.device.link import check_model_file
+
+            check_model_file(Path(model))
             link = self._open_link(PUSH_KEY, target)
             try:
                 return link.push(Path(model), progress=progress, cancel=cancel)
             finally:
                 self._close_link(PUSH_KEY, link)
 
-        self._run(PUSH_KEY, self._reporting(call), on_done=self.sig_pushed.emit,
+        def pushed(result) -> None:
+            self._answered(target)
+            self.sig_pushed.emit(result)
+
+        self._run(PUSH_KEY, self._reporting(call), on_done=pushed,
                   title=f"Pushing {Path(model).name}")
 
     def verify(self, target: str, model: Path | str, runtime: str = "onnxruntime", **options) -> None:
@@ -240,6 +251,7 @@ class DeviceSession(QObject):
                 self._close_link(VERIFY_KEY, link)
 
         def verified(result) -> None:
+            self._answered(target)
             self.last_verification = result
             self.sig_verified.emit(result)
             self.history(model)
@@ -286,6 +298,15 @@ class DeviceSession(QObject):
             self.sig_log_line.emit(line)
 
     # --- helpers -------------------------------------------------------------------------------
+
+    def _answered(self, target: str) -> None:
+        """A call on ``target`` succeeded: when the list still shows it offline (its agent came
+        back since the list was made), list the devices again so it shows online."""
+        for row in self.overview.get("devices", []):
+            if target in (row.get("address"), row.get("name")) and row.get("status") != "online":
+                if not self.is_busy(LIST_KEY):
+                    self.refresh()
+                return
 
     def _project_of(self, model: Path) -> Path | None:
         try:
