@@ -75,7 +75,7 @@ def test_killing_the_agent_mid_run_gives_a_clear_error_and_no_traceback(cli_pair
     assert bench.returncode == 1
     assert "Traceback" not in stderr
     last = stderr.strip().splitlines()[-1]
-    assert last.startswith(f"workbench: the device at {cli_paired_agent.address} stopped answering (")
+    assert last.startswith(f"workbench: Shell Phone ({cli_paired_agent.address}) stopped answering (")
     assert last.endswith("); is the agent still running?")
     assert stdout == ""
 
@@ -164,3 +164,13 @@ def test_a_file_that_is_no_whole_model_is_refused_before_anything_is_sent(cli_pa
     assert wrong_runtime.returncode == 1
     assert "the mnn runtime takes MNN models" in wrong_runtime.stderr
     assert not any((cli_paired_agent.data_dir / "models").glob("*"))
+
+
+def test_info_gives_the_memory_in_the_binary_units_the_devices_panel_shows(cli_paired_agent):
+    from workbench.device.units import memory_text
+
+    reported = run_cli_json("info", cli_paired_agent.address)["memory_bytes"]
+    text = run_cli("info", cli_paired_agent.address).stdout
+    [memory] = [line.split(None, 1)[1] for line in text.splitlines()
+                if line.strip().startswith("memory ")]
+    assert memory == f"{reported / 2**30:.1f} GiB" == memory_text(reported)

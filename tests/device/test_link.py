@@ -78,7 +78,8 @@ def test_the_link_connects_again_after_the_device_restarts(paired_agent, digits_
     paired_agent.stop()
     with pytest.raises(ConnectionLost) as lost:
         link.run(loaded, {"images": x})
-    assert str(lost.value).startswith(f"the device at {paired_agent.address} stopped answering (")
+    # Named as the user knows it, with the address to check.
+    assert str(lost.value).startswith(f"Link Phone ({paired_agent.address}) stopped answering (")
     assert str(lost.value).endswith("); is the agent still running?")
     restarted = AgentProcess(paired_agent.data_dir, "Link Phone", False, "--port",
                              str(paired_agent.port))

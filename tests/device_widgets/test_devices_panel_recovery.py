@@ -54,7 +54,7 @@ def test_refresh_clears_the_message_of_an_earlier_failure(start_agent, device_wi
     pair_device(phone.address, phone.code)
     window = device_window(digits_project)
     panel, session = panel_of(window), session_of(window)
-    panel.show_error(f"the device at {phone.address} stopped answering (the connection closed); "
+    panel.show_error(f"Bench Phone ({phone.address}) stopped answering (the connection closed); "
                      "is the agent still running?")
     assert panel.banner.isVisible()
 

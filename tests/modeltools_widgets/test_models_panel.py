@@ -160,3 +160,38 @@ def test_the_produced_notice_names_the_file_relative_to_its_run_or_the_project(o
     window.handle_event(EVENT_MODEL_PRODUCED, {"path": str(loose), "project": str(model_project), "tool": "quantize"})
     assert panel.notice.message == "Quantize produced exported/small/base.int8.onnx"
     assert panel.notice.label.toolTip() == str(loose)
+
+
+def test_the_panel_menu_offers_the_windows_models_commands_that_apply_to_the_file(open_window,
+                                                                                  model_project):
+    from pathlib import Path
+
+    window = open_window(model_project)
+    panel = panel_of(window)
+    onnx = model_project / "exported" / "base.onnx"
+    ran = []
+
+    def verify(path=None):
+        ran.append(path)
+        if path.name == "model.onnx":
+            raise RuntimeError("no device is paired: pair one first")
+
+    # Another capability's command, found through the window's registry as the Explorer does.
+    window.commands.add("other.verify", "Verify Elsewhere…", verify, context=("models",),
+                        applies_to=lambda path: Path(path).suffix == ".onnx")
+    window.commands.add("other.explorerOnly", "Explorer Only", lambda path=None: None,
+                        context=("explorer",))
+    actions = {a.objectName(): a for a in panel.context_menu_for([onnx]).actions()}
+    assert actions["other.verify"].text() == "Verify Elsewhere…"
+    assert "other.explorerOnly" not in actions
+    actions["other.verify"].trigger()
+    assert ran == [onnx]
+
+    checkpoint = model_project / "weights.pt"
+    checkpoint.write_bytes(b"pt")
+    assert "other.verify" not in {a.objectName() for a in panel.context_menu_for([checkpoint]).actions()}
+    assert "other.verify" not in {a.objectName() for a in panel.context_menu_for([onnx, onnx]).actions()}
+
+    failing = model_project / "runs" / RUN_IDS[0] / "outputs" / "model.onnx"
+    panel.run_command("other.verify", failing)
+    assert window.statusBar().currentMessage() == "no device is paired: pair one first"

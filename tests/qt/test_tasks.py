@@ -45,3 +45,55 @@ def test_errors_and_progress_reach_the_gui(qtbot):
     qtbot.waitUntil(lambda: bool(errors))
     assert str(errors[0]) == "rejected"
     assert "Pushing: Writing objects 50%" in lines
+
+
+def _streaming(release: threading.Event):
+    def stream(cancel):
+        while not (release.is_set() or cancel.cancelled):
+            release.wait(0.05)
+
+    return stream
+
+
+def _benchmarking(progress):
+    progress(Progress("Benchmarking here: 50 runs", 0.5))
+    return "done"
+
+
+def test_a_finished_call_leaves_no_status_line_while_a_stream_without_one_runs(qtbot):
+    runner = TaskRunner()
+    lines, results = [], []
+    runner.sig_progress.connect(lines.append)
+    release = threading.Event()
+    runner.run("device.logs", _streaming(release))
+    try:
+        runner.run("device.verify", _benchmarking, on_done=results.append, title="Verifying")
+        qtbot.waitUntil(lambda: results == ["done"])
+        assert "Verifying: Benchmarking here: 50 runs" in lines
+        assert runner.is_running("device.logs")
+        assert lines[-1] == "" and runner.progress_line() == ""
+    finally:
+        release.set()
+        runner.wait(5000)
+
+
+def test_the_status_line_goes_back_to_a_call_still_running_when_a_later_one_ends(qtbot):
+    runner = TaskRunner()
+    lines, results = [], []
+    runner.sig_progress.connect(lines.append)
+    release = threading.Event()
+    runner.run("device.logs", _streaming(release), title="Following the log")
+    try:
+        runner.run("device.verify", _benchmarking, on_done=results.append, title="Verifying")
+        qtbot.waitUntil(lambda: results == ["done"])
+        assert lines[-1] == "Following the log" == runner.progress_line()
+
+        runner.run("device.push", _streaming(release), title="Pushing")
+        assert lines[-1] == "Pushing"
+        runner.cancel("device.push")
+        assert lines[-1] == "Following the log"
+        runner.cancel("device.logs")
+        assert lines[-1] == "" and runner.progress_line() == ""
+    finally:
+        release.set()
+        runner.wait(5000)

@@ -268,6 +268,8 @@ def forget_command(device: str, as_json: bool) -> None:
 @_command
 def info_command(device: str, as_json: bool) -> None:
     """Show what DEVICE is: model, OS, CPU, memory, runtimes and versions."""
+    from workbench.device.units import memory_text
+
     with _open(device) as link:
         info = link.info()
     cpu = info.get("cpu") or {}
@@ -278,7 +280,7 @@ def info_command(device: str, as_json: bool) -> None:
              f"  model       {info.get('model') or '-'}",
              f"  system      {info.get('os') or '-'}",
              f"  CPU         {cpu.get('cores', '?')} cores, {cpu.get('arch') or '?'}",
-             f"  memory      {memory / 1e9:.1f} GB" if memory else "  memory      -",
+             f"  memory      {memory_text(memory)}" if memory else "  memory      -",
              f"  runtimes    {runtimes or '-'}",
              f"  python      {info.get('python') or '-'}",
              f"  agent       {info.get('agent_version') or '-'}",

@@ -5,8 +5,9 @@ run, benchmark, scripts, logs) over the debug link, with errors a user can act o
 ``workbench device serve-local`` runs, ``usb`` / ``usb:SERIAL`` for a phone on a cable) connects,
 says hello and proves this computer with the secret kept at pairing. A device that does not know
 this computer gives NotPaired, saying how to pair. Whatever the device answers becomes a
-DeviceError; a connection that drops becomes ConnectionLost ("the device at HOST:PORT stopped
-answering (…); is the agent still running?"), and the next call connects again.
+DeviceError; a connection that drops becomes ConnectionLost ("Phone A (HOST:PORT) stopped
+answering (…); is the agent still running?", "the device at HOST:PORT …" while its name is not
+known yet), and the next call connects again.
 
 One DeviceLink is one connection and one session on the device; it is not thread-safe (a window
 uses one per worker). ``abort()`` may be called from another thread: the call under way ends
@@ -140,7 +141,13 @@ def _connect(target: DeviceTarget, timeout: float, on_log=None) -> DeviceClient:
             "serve-local` on this computer), and check the address it prints") from None
 
 
-def _lost(address: str, exc: BaseException) -> ConnectionLost:
+def _named(address: str, name: str = "") -> str:
+    """How a message names a device: "Phone A (HOST:PORT)" once its name is known, else "the
+    device at HOST:PORT"."""
+    return f"{name} ({address})" if name and name != address else f"the device at {address}"
+
+
+def _lost(address: str, exc: BaseException, name: str = "") -> ConnectionLost:
     if isinstance(exc, (socket.timeout, TimeoutError)):
         reason = "no answer in time"
     elif isinstance(exc, ConnectionResetError):
@@ -149,12 +156,12 @@ def _lost(address: str, exc: BaseException) -> ConnectionLost:
         text = str(exc)
         reason = "the connection closed" if "closed" in text or not text else (
             getattr(exc, "strerror", None) or text)
-    return ConnectionLost(f"the device at {address} stopped answering ({reason}); is the agent "
+    return ConnectionLost(f"{_named(address, name)} stopped answering ({reason}); is the agent "
                           "still running?")
 
 
 def _remote_error(exc: ProtocolError, address: str, what: str, name: str = "") -> DeviceError:
-    device = f"{name} ({address})" if name else f"the device at {address}"
+    device = _named(address, name)
     if exc.code in (Err.NOT_AUTHENTICATED, Err.AUTH_FAILED):
         return NotPaired(f"{device} does not accept this computer ({exc.message}): pair again with "
                          f"`{pair_command(address)}` and the code the agent prints", exc.code)
@@ -188,6 +195,7 @@ def pair_device(target: str, code: str, devices: PairedDevices | None = None,
     found = resolve(target, devices)
     host_id = devices.host_id()
     client = _connect(found, timeout)
+    hello: dict = {}
     try:
         hello = client.hello(host_id)
         secret = client.pair(host_id, host_name(), code)
@@ -196,7 +204,8 @@ def pair_device(target: str, code: str, devices: PairedDevices | None = None,
     except ProtocolError as exc:
         raise _remote_error(exc, found.address, "pair") from None
     except OSError as exc:
-        raise _lost(found.address, exc) from None
+        known = str(hello.get("name") or (found.paired.name if found.paired else ""))
+        raise _lost(found.address, exc, known) from None
     finally:
         client.close()
     device = PairedDevice(name=str(hello.get("name") or found.address),
@@ -277,6 +286,12 @@ class DeviceLink:
         return self.target.address
 
     @property
+    def known_name(self) -> str:
+        """The device's own name once it is paired or has said hello; empty before (``name``
+        is then what the user typed)."""
+        return self.name if self.device_id else ""
+
+    @property
     def connected(self) -> bool:
         return self._client is not None
 
@@ -310,7 +325,7 @@ class DeviceLink:
             raise _remote_error(exc, self.address, "authenticate", self.name) from None
         except OSError as exc:
             client.fs.close()
-            raise _lost(self.address, exc) from None
+            raise _lost(self.address, exc, self.known_name) from None
         self._client = client
         self._remember()
 
@@ -367,7 +382,7 @@ class DeviceLink:
             self._drop()
             if self._aborted.is_set():
                 raise Cancelled() from None
-            raise _lost(self.address, exc) from None
+            raise _lost(self.address, exc, self.known_name) from None
 
     def _drop(self) -> None:
         """Forget a connection that cannot go on (it dropped, or a reply is still under way)."""
@@ -453,9 +468,9 @@ class DeviceLink:
                 try:
                     self.connect()
                 except DeviceUnreachable:
-                    raise ConnectionLost(f"the device at {self.address} stopped answering during "
-                                         "the push; is the agent still running? Push again to "
-                                         "resume where it stopped") from None
+                    raise ConnectionLost(f"{_named(self.address, self.known_name)} stopped "
+                                         "answering during the push; is the agent still running? "
+                                         "Push again to resume where it stopped") from None
 
     def load(self, model: Path | str, name: str | None = None,
              progress: Callable[[Progress], None] | None = None,

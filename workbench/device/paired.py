@@ -122,6 +122,17 @@ class PairedDevices:
         """The agent serve-local started on this computer, when it is paired."""
         return next((d for d in self.list() if d.local), None)
 
+    def fingerprint(self) -> tuple:
+        """What a device list shows of the paired devices (who, where, which is local): it
+        changes with a pairing, a forgotten device or a new address, not with a connection
+        that only notes when a device was last seen. A file that cannot be read is its own
+        fingerprint (the listing then says what is wrong)."""
+        try:
+            devices = self.list()
+        except DeviceError as exc:
+            return ("unreadable", str(exc))
+        return tuple((d.device_id, d.name, d.host, d.port, d.local) for d in devices)
+
     def host_id(self) -> str:
         """This computer's id as devices know it: made once, then the same for good."""
         host_id = self._read().get("host_id")

@@ -3,6 +3,10 @@
 Each call has a key (say "git.status"); starting a call with a key that is already running
 cancels the old one and drops its late result, as git-cola tags requests so that an answer for
 an old selection is ignored.
+
+The status bar's progress line belongs to the calls still running: when the call it speaks of
+ends, the line of another running call takes its place, or the line goes. A long call (a log
+stream) thus never keeps the stale line of a call that ended beside it.
 """
 
 from __future__ import annotations
@@ -65,7 +69,8 @@ class TaskRunner(QObject):
     """True while at least one call runs."""
 
     sig_progress = Signal(str)
-    """A progress line for the status bar ("Pushing: Writing objects 45%")."""
+    """A progress line for the status bar ("Pushing: Writing objects 45%"); empty when no
+    running call has one."""
 
     def __init__(self, parent: QObject | None = None, max_threads: int = 4):
         super().__init__(parent)
@@ -77,6 +82,9 @@ class TaskRunner(QObject):
         self._relay.progressed.connect(self._on_progress)
         self._generations = itertools.count(1)
         self._running: dict[str, tuple[int, CancelToken, Callable | None, Callable | None, str]] = {}
+        # The latest line of each running call that has one, the most recently said last.
+        self._lines: dict[str, str] = {}
+        self._shown = ""  # the key whose line the status bar shows
 
     def run(
         self,
@@ -107,7 +115,9 @@ class TaskRunner(QObject):
         if not was_busy:
             self.sig_busy_changed.emit(True)
         if title:
-            self.sig_progress.emit(title)
+            self._say(key, title)
+        else:
+            self._ended(key)  # the line of the call this one replaces is stale
         return token
 
     def is_running(self, key: str) -> bool:
@@ -117,6 +127,7 @@ class TaskRunner(QObject):
         entry = self._running.pop(key, None)
         if entry is not None:
             entry[1].cancel()
+            self._ended(key)
             self._maybe_idle()
 
     def cancel_all(self) -> None:
@@ -132,13 +143,31 @@ class TaskRunner(QObject):
         if entry is None or entry[0] != generation:
             return None  # a stale answer: a newer call of this key was started
         del self._running[key]
+        self._ended(key)
         self._maybe_idle()
         return entry
 
     def _maybe_idle(self) -> None:
         if not self._running:
             self.sig_busy_changed.emit(False)
-            self.sig_progress.emit("")
+
+    def progress_line(self) -> str:
+        """The progress line the status bar shows now (empty for none)."""
+        return self._lines.get(self._shown, "")
+
+    def _say(self, key: str, line: str) -> None:
+        self._lines.pop(key, None)
+        self._lines[key] = line
+        self._shown = key
+        self.sig_progress.emit(line)
+
+    def _ended(self, key: str) -> None:
+        """``key`` has no line any more: when the status bar showed it, the newest line of a
+        call still running replaces it, or the line goes."""
+        if self._lines.pop(key, None) is None or key != self._shown:
+            return
+        self._shown = next(reversed(self._lines), "")
+        self.sig_progress.emit(self._lines.get(self._shown, ""))
 
     def _on_finished(self, key: str, generation: int, result: object) -> None:
         entry = self._take(key, generation)
@@ -158,7 +187,7 @@ class TaskRunner(QObject):
         entry = self._running.get(key)
         if entry is not None and entry[0] == generation and isinstance(report, Progress):
             prefix = f"{entry[4]}: " if entry[4] else ""
-            self.sig_progress.emit(prefix + report.message)
+            self._say(key, prefix + report.message)
 
 
 class Operation:

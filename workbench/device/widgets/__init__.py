@@ -1,7 +1,7 @@
 """The device capability's widgets: the Devices dock of a project window (paired, local and
 discovered devices; pairing; this computer's agent; Push and Verify of a model with its result
 table, latency and history; the device's log), its commands in the palette, and "Verify on
-Device…" in the Explorer's right-click menu of .onnx and .mnn files.
+Device…" in the right-click menus of .onnx and .mnn files in the Explorer and the Models panel.
 
 ``install(window)`` joins them to a project window after its first paint. The device services
 (zeroconf, keyring, NumPy, onnxruntime) are imported only inside the calls that need them, on
@@ -75,7 +75,9 @@ def _register_commands(window, panel, dock) -> None:
 
     add("device.pair", "Pair Device…", pair, category=CATEGORY)
     add("device.verify", "Verify Model on Device…", verify, category=CATEGORY)
-    add("device.verifyFile", "Verify on Device…", verify, category=CATEGORY, context=("explorer",),
+    # "models": the Models panel's right-click menu, which finds this command in the registry.
+    add("device.verifyFile", "Verify on Device…", verify, category=CATEGORY,
+        context=("explorer", "models"),
         in_palette=False,
         applies_to=lambda path: Path(path).suffix.lower() in MODEL_SUFFIXES and Path(path).is_file())
     add("device.startLocal", "Start Local Device", lambda: (shown(), panel.session.start_local()),

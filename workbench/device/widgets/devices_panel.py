@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workbench.device.units import memory_text
 from workbench.device.widgets.controls import Banner, ElidedLabel, PairDialog
 
 MODEL_SUFFIXES = (".onnx", ".mnn")
@@ -101,7 +102,7 @@ def info_rows(info: dict) -> list[tuple[str, str]]:
         if key == "cpu" and isinstance(value, dict):
             return f"{value.get('cores', '?')} cores, {value.get('arch', '?')}"
         if key == "memory_bytes" and isinstance(value, int):
-            return f"{value / 2**30:.1f} GiB"
+            return memory_text(value)
         if key == "runtimes" and isinstance(value, list):
             return ", ".join(f"{r.get('name')} {r.get('version', '')}".strip() for r in value) or "none"
         return "–" if value is None else str(value)
@@ -168,7 +169,18 @@ class DevicesPanel(QWidget):
         self.devices.setObjectName("device-list")
         self.devices.setHeaderLabels(["Device", "Address", "Status", "Note"])
         self.devices.setRootIsDecorated(False)
-        self.devices.header().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        # The list shares a bottom dock with the model controls: a long name ("vm (local) (this
+        # computer)") or note gives way, elided in the middle, so Address and Status stay in
+        # view; the tooltip has the whole text.
+        self.devices.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        header = self.devices.header()
+        header.setStretchLastSection(False)
+        header.setMinimumSectionSize(48)
+        for column, mode in ((0, QHeaderView.ResizeMode.Stretch),
+                             (1, QHeaderView.ResizeMode.ResizeToContents),
+                             (2, QHeaderView.ResizeMode.ResizeToContents),
+                             (3, QHeaderView.ResizeMode.Stretch)):
+            header.setSectionResizeMode(column, mode)
         self.devices.currentItemChanged.connect(lambda *_: self._selection_changed())
 
         self.model_edit = QLineEdit()
@@ -321,6 +333,8 @@ class DevicesPanel(QWidget):
             status = row["status"] + ("" if row.get("paired") or row.get("local") else ", not paired")
             item = QTreeWidgetItem([name, row["address"], status, row.get("note", "")])
             item.setData(0, Qt.ItemDataRole.UserRole, row)
+            item.setToolTip(0, name)
+            item.setToolTip(3, row.get("note", ""))
             item.setForeground(2, PASS_COLOR if row["status"] == "online" else QColor("#777777"))
             self.devices.addTopLevelItem(item)
             if row["address"] == selected:

@@ -4,7 +4,7 @@ The Devices panel and the commands talk to this adapter, never to the services d
 call that can touch the network (listing and probing devices, pairing, the local agent, info,
 push, verify, the log stream) runs through the window's task runner; its answer comes back on
 the GUI thread as a signal. A failure becomes one line for the panel's banner; the traceback
-goes to the log.
+goes to the log. A pairing made elsewhere (another window, the CLI) lists the devices again.
 """
 
 from __future__ import annotations
@@ -90,6 +90,11 @@ class DeviceSession(QObject):
         self._links: dict[str, object] = {}  # key -> the DeviceLink its call uses, for cancel
         self._log_stream = 0  # the number of the log stream followed now (0: none)
         self._sig_streamed.connect(self._streamed)
+        from workbench.device.paired import PairedDevices
+        from workbench.device.widgets.paired_watch import PairedDevicesWatcher
+
+        self.paired_watch = PairedDevicesWatcher(PairedDevices(), self)
+        self.paired_watch.sig_paired_devices_changed.connect(self.refresh)
 
     # --- running calls -------------------------------------------------------------------------
 
@@ -149,6 +154,7 @@ class DeviceSession(QObject):
         """End every call (the window closes): each link is aborted, so no worker is left
         waiting on a device after the window has gone."""
         self.closed = True
+        self.paired_watch.stop()
         for key in list(self._keys):
             self.cancel(key)
 
@@ -177,6 +183,9 @@ class DeviceSession(QObject):
             self.listed = True
             self.sig_devices_listed.emit(overview)
 
+        if self.closed:
+            return
+        self.paired_watch.note_current()
         self._run(LIST_KEY, device_overview, on_done=listed, title="Looking for devices",
                   browse_lan=self.browse_lan)
 
@@ -286,7 +295,8 @@ class DeviceSession(QObject):
             finally:
                 self._close_link(LOGS_KEY, link)
 
-        self._run(LOGS_KEY, call, title=f"Following the log of {target}")
+        # No status bar line: the stream lasts until stopped, and the Log tab shows it runs.
+        self._run(LOGS_KEY, call)
 
     def stop_logs(self) -> None:
         self._log_stream += 1

@@ -4,10 +4,15 @@ newest first, with the tools a right-click offers on them.
 The list is read off the GUI thread (workbench.modeltools.model_index) when the panel starts,
 when a watched folder changes, when a tool announces a model (the ``model.produced`` event) and
 every ``RESCAN_MS`` (a watcher misses files written under folders it does not watch yet).
+
+Other capabilities add entries to the right-click menu of a model through the window's command
+registry: a command declared with ``context=("models",)`` (and ``applies_to``) is offered for
+the files it applies to and runs with ``path=``, as the Explorer's commands do.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import Callable
@@ -33,6 +38,10 @@ from workbench.modeltools.report import format_size
 from workbench.modeltools.widgets.commands import applies
 from workbench.qt.notice import NoticeBar, reveal_in_file_manager
 
+log = logging.getLogger(__name__)
+
+MODELS_CONTEXT = "models"
+"""The context name of the commands this panel's right-click menu offers on a model."""
 RESCAN_MS = 15_000
 WATCH_DEBOUNCE_MS = 400
 PATH_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -87,6 +96,9 @@ class ModelsPanel(QWidget):
         self.listed = False
         self.reveal: Callable[[str], None] = reveal_in_file_manager
         """Shows a file in the file manager (replaceable in tests)."""
+        self.commands = None
+        """The command registry whose ``models`` commands the right-click menu offers; the
+        window's when not set."""
         self._pending_select: str | None = None
         self._collapsed: set[str] = set()
         self._signature: tuple = ()
@@ -272,12 +284,18 @@ class ModelsPanel(QWidget):
 
     def context_menu_for(self, paths: list[Path]) -> QMenu:
         """The right-click menu for ``paths``. Actions have object names (``tool-<name>``,
-        ``compare``, ``reveal``, ``copy_path``) so tests can find them."""
+        ``compare``, ``reveal``, ``copy_path``, and the command id for the window's ``models``
+        commands) so tests can find them."""
         menu = QMenu(self)
         if len(paths) == 1:
             for spec in self.tools_for(paths[0]):
                 self._action(menu, f"tool-{spec.name}", f"{spec.title}…",
                              lambda name=spec.name: self.sig_open_tool.emit(name, list(paths)))
+            registry = self._registry()
+            for command in registry.for_context(MODELS_CONTEXT, paths[0]) if registry else []:
+                action = self._action(menu, command.id, command.title,
+                                      lambda cid=command.id: self.run_command(cid, paths[0]))
+                action.setEnabled(command.is_enabled())
         if len(paths) >= 2 and "compare" in self.tools:
             self._action(menu, "compare", "Compare Selected…",
                          lambda: self.sig_open_tool.emit("compare", list(paths)))
@@ -288,6 +306,32 @@ class ModelsPanel(QWidget):
         menu.addSeparator()
         self._action(menu, "refresh", "Refresh", self.refresh)
         return menu
+
+    def _registry(self):
+        if self.commands is not None:
+            return self.commands
+        owner = self._owner()
+        return getattr(owner, "commands", None) if owner is not None else None
+
+    def _owner(self):
+        """The window holding the panel: the first ancestor with a command registry (a
+        floating dock is a window of its own, so ``window()`` may not be it)."""
+        widget = self.parentWidget()
+        while widget is not None:
+            if hasattr(getattr(widget, "commands", None), "for_context"):
+                return widget
+            widget = widget.parentWidget()
+        return None
+
+    def run_command(self, command_id: str, path: Path) -> None:
+        """Run a ``models`` command on ``path``; its failure is shown, not raised into Qt."""
+        try:
+            self._registry().execute(command_id, path=path)
+        except Exception as exc:  # another capability's code: never crash the panel
+            log.exception("Models command %s failed on %s", command_id, path)
+            show_error = getattr(self._owner(), "show_error", None)
+            if show_error is not None:
+                show_error(str(exc) or type(exc).__name__)
 
     def _action(self, menu: QMenu, name: str, text: str, slot: Callable[[], object]) -> QAction:
         action = menu.addAction(text)
