@@ -60,3 +60,19 @@ def device_window(qtbot):
 
         session_of(window).close_down()
         window.tasks.wait(TIMEOUT_MS)
+
+
+@pytest.fixture
+def paired_window(start_agent, device_window):
+    """``paired_window(root) -> (agent, window, panel, session)``: an agent named "Bench Phone",
+    paired, and a device window on ``root`` that lists it."""
+    from workbench.device.link import pair_device
+    from workbench.device.widgets import panel_of, session_of
+
+    def open_(root: Path):
+        phone = start_agent(name="Bench Phone")
+        pair_device(phone.address, phone.code)
+        window = device_window(root)
+        return phone, window, panel_of(window), session_of(window)
+
+    return open_

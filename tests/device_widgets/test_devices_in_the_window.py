@@ -4,8 +4,6 @@ verification's progress once it ended, while the device's log streams on."""
 
 from __future__ import annotations
 
-from workbench.device.link import pair_device
-from workbench.device.widgets import panel_of, session_of
 from workbench.device.widgets.session import LOGS_KEY
 from workbench.modeltools.widgets import panel_of as models_panel_of
 
@@ -13,11 +11,8 @@ from .conftest import TIMEOUT_MS
 
 
 def test_verify_on_device_in_the_models_panel_menu_verifies_that_model(
-        start_agent, device_window, digits_project, project_model, qtbot):
-    phone = start_agent(name="Bench Phone")
-    pair_device(phone.address, phone.code)
-    window = device_window(digits_project)
-    panel, session = panel_of(window), session_of(window)
+        paired_window, digits_project, project_model, qtbot):
+    phone, window, panel, session = paired_window(digits_project)
     models = models_panel_of(window)
     qtbot.waitUntil(lambda: models.select_path(project_model), timeout=TIMEOUT_MS)
     assert panel.selected_address() == phone.address
@@ -40,11 +35,8 @@ def test_verify_on_device_in_the_models_panel_menu_verifies_that_model(
 
 
 def test_the_status_bar_drops_a_finished_verification_while_the_log_streams(
-        start_agent, device_window, digits_project, project_model, qtbot):
-    phone = start_agent(name="Bench Phone")
-    pair_device(phone.address, phone.code)
-    window = device_window(digits_project)
-    panel, session = panel_of(window), session_of(window)
+        paired_window, digits_project, project_model, qtbot):
+    phone, window, panel, session = paired_window(digits_project)
     panel.set_model(project_model)
     assert panel.select_device(phone.address)
     panel.follow_button.setChecked(True)

@@ -30,13 +30,10 @@ def test_the_device_list_shows_a_paired_running_agent_as_online(start_agent, dev
     assert window.commands.get("device.pair").label == "Devices: Pair Device…"
 
 
-def test_verify_fills_the_result_table_with_a_pass_and_the_history(start_agent, device_window,
+def test_verify_fills_the_result_table_with_a_pass_and_the_history(paired_window,
                                                                    digits_project, project_model,
                                                                    qtbot):
-    phone = start_agent(name="Bench Phone")
-    pair_device(phone.address, phone.code)
-    window = device_window(digits_project)
-    panel, session = panel_of(window), session_of(window)
+    phone, window, panel, session = paired_window(digits_project)
     explorer_entries = [c.id for c in window.commands.for_context("explorer", project_model)]
     assert "device.verifyFile" in explorer_entries
     assert "device.verifyFile" not in [c.id for c in window.commands.for_context(
@@ -70,13 +67,10 @@ def test_verify_fills_the_result_table_with_a_pass_and_the_history(start_agent, 
     assert shot.stat().st_size > 0
 
 
-def test_killing_the_agent_mid_verify_shows_its_message_in_the_banner(start_agent, device_window,
+def test_killing_the_agent_mid_verify_shows_its_message_in_the_banner(paired_window,
                                                                        digits_project,
                                                                        project_model, qtbot):
-    phone = start_agent(name="Bench Phone")
-    pair_device(phone.address, phone.code)
-    window = device_window(digits_project)
-    panel, session = panel_of(window), session_of(window)
+    phone, window, panel, session = paired_window(digits_project)
     panel.set_model(project_model)
     assert panel.select_device(phone.address)
 

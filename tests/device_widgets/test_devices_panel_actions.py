@@ -8,7 +8,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialogButtonBox
 
-from workbench.device.link import DeviceLink, pair_device
+from workbench.device.link import DeviceLink
 from workbench.device.paired import PairedDevices
 from workbench.device.widgets import panel_of, session_of
 from workbench.device.widgets.session import LOGS_KEY
@@ -80,12 +80,9 @@ def test_a_wrong_code_in_the_pair_dialog_is_refused_and_nothing_is_stored(start_
     assert not (_row(panel, phone.address) or {}).get("paired")
 
 
-def test_info_shows_what_the_device_says_and_its_runtimes_become_the_choice(start_agent, device_window,
+def test_info_shows_what_the_device_says_and_its_runtimes_become_the_choice(paired_window,
                                                                             digits_project, qtbot):
-    phone = start_agent(name="Bench Phone")
-    pair_device(phone.address, phone.code)
-    window = device_window(digits_project)
-    panel, session = panel_of(window), session_of(window)
+    phone, window, panel, session = paired_window(digits_project)
     assert panel.selected_address() == phone.address
 
     with qtbot.waitSignal(session.sig_info, timeout=TIMEOUT_MS):
@@ -104,14 +101,11 @@ def test_info_shows_what_the_device_says_and_its_runtimes_become_the_choice(star
     assert "{" not in "".join(info.values())  # no Python reprs
 
 
-def test_push_sends_the_model_selected_in_the_models_panel_once(start_agent, device_window,
+def test_push_sends_the_model_selected_in_the_models_panel_once(paired_window,
                                                                  digits_project, project_model, qtbot):
     from workbench.modeltools.widgets import panel_of as models_panel_of
 
-    phone = start_agent(name="Bench Phone")
-    pair_device(phone.address, phone.code)
-    window = device_window(digits_project)
-    panel, session = panel_of(window), session_of(window)
+    phone, window, panel, session = paired_window(digits_project)
     models = models_panel_of(window)
     qtbot.waitUntil(lambda: models.select_path(project_model), timeout=TIMEOUT_MS)
     with DeviceLink.open(phone.address) as link:
@@ -134,12 +128,9 @@ def test_push_sends_the_model_selected_in_the_models_panel_once(start_agent, dev
     assert not panel.banner.isVisible()
 
 
-def test_follow_log_streams_the_device_log_until_it_is_turned_off(start_agent, device_window,
+def test_follow_log_streams_the_device_log_until_it_is_turned_off(paired_window,
                                                                   digits_project, qtbot):
-    phone = start_agent(name="Bench Phone")
-    pair_device(phone.address, phone.code)
-    window = device_window(digits_project)
-    panel, session = panel_of(window), session_of(window)
+    phone, window, panel, session = paired_window(digits_project)
     panel.tabs.setCurrentIndex(panel.tabs.indexOf(panel.follow_button.parentWidget()))
 
     qtbot.mouseClick(panel.follow_button, Qt.MouseButton.LeftButton)
@@ -160,12 +151,9 @@ def test_follow_log_streams_the_device_log_until_it_is_turned_off(start_agent, d
     assert panel.log_view.blockCount() == lines
 
 
-def test_verify_runs_the_samples_and_runtime_chosen_in_the_panel(start_agent, device_window,
+def test_verify_runs_the_samples_and_runtime_chosen_in_the_panel(paired_window,
                                                                  digits_project, project_model, qtbot):
-    phone = start_agent(name="Bench Phone")
-    pair_device(phone.address, phone.code)
-    window = device_window(digits_project)
-    panel, session = panel_of(window), session_of(window)
+    phone, window, panel, session = paired_window(digits_project)
     panel.set_model(project_model)
     # Selecting the device asks it for its runtimes.
     reported = [runtime["name"] for runtime in available_runtimes()]
@@ -190,12 +178,9 @@ def test_verify_runs_the_samples_and_runtime_chosen_in_the_panel(start_agent, de
         assert panel.result_table.rowCount() == 0
 
 
-def test_closing_the_window_while_the_log_streams_ends_the_stream(start_agent, device_window,
+def test_closing_the_window_while_the_log_streams_ends_the_stream(paired_window,
                                                                   digits_project, qtbot):
-    phone = start_agent(name="Bench Phone")
-    pair_device(phone.address, phone.code)
-    window = device_window(digits_project)
-    panel, session = panel_of(window), session_of(window)
+    phone, window, panel, session = paired_window(digits_project)
     panel.follow_button.setChecked(True)
     qtbot.waitUntil(lambda: _a_connection_shows_in_the_log(panel, phone.address), timeout=TIMEOUT_MS)
 

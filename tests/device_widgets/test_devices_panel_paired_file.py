@@ -55,11 +55,8 @@ def test_a_device_forgotten_by_the_cli_leaves_the_list_without_refresh(
 
 
 def test_a_call_that_only_notes_when_a_device_was_seen_does_not_list_again(
-        start_agent, device_window, digits_project, qtbot):
-    phone = start_agent(name="Bench Phone")
-    pair_device(phone.address, phone.code)
-    window = device_window(digits_project)
-    panel, session = panel_of(window), session_of(window)
+        paired_window, digits_project, qtbot):
+    phone, window, panel, session = paired_window(digits_project)
     before = PairedDevices().list()[0].last_seen
     listings = []
     session.sig_devices_listed.connect(listings.append)

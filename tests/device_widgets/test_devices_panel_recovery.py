@@ -9,9 +9,9 @@ from datetime import datetime
 
 from PySide6.QtCore import Qt
 
-from workbench.device.link import DeviceLink, pair_device
+from workbench.device.link import DeviceLink
 from workbench.device.verify import OutputCheck, Verification
-from workbench.device.widgets import panel_of, session_of
+from workbench.device.widgets import panel_of
 
 from .conftest import TIMEOUT_MS
 
@@ -21,13 +21,10 @@ def _row(panel, address: str) -> dict | None:
 
 
 def test_a_device_back_after_its_agent_restarted_shows_online_once_a_call_on_it_works(
-        start_agent, device_window, digits_project, qtbot):
+        paired_window, digits_project, qtbot):
     from tests.device.conftest import AgentProcess
 
-    phone = start_agent(name="Bench Phone")
-    pair_device(phone.address, phone.code)
-    window = device_window(digits_project)
-    panel, session = panel_of(window), session_of(window)
+    phone, window, panel, session = paired_window(digits_project)
     phone.kill()
     with qtbot.waitSignal(session.sig_devices_listed, timeout=TIMEOUT_MS):
         qtbot.mouseClick(panel.refresh_button, Qt.MouseButton.LeftButton)
@@ -48,12 +45,9 @@ def test_a_device_back_after_its_agent_restarted_shows_online_once_a_call_on_it_
         restarted.stop()
 
 
-def test_refresh_clears_the_message_of_an_earlier_failure(start_agent, device_window,
+def test_refresh_clears_the_message_of_an_earlier_failure(paired_window,
                                                           digits_project, qtbot):
-    phone = start_agent(name="Bench Phone")
-    pair_device(phone.address, phone.code)
-    window = device_window(digits_project)
-    panel, session = panel_of(window), session_of(window)
+    phone, window, panel, session = paired_window(digits_project)
     panel.show_error(f"Bench Phone ({phone.address}) stopped answering (the connection closed); "
                      "is the agent still running?")
     assert panel.banner.isVisible()
@@ -87,12 +81,9 @@ def test_pair_offers_the_address_of_the_selected_device_that_is_not_paired(devic
     panel.pair_dialog.close()
 
 
-def test_push_of_a_file_that_is_no_model_says_so_and_sends_nothing(start_agent, device_window,
+def test_push_of_a_file_that_is_no_model_says_so_and_sends_nothing(paired_window,
                                                                    digits_project, qtbot):
-    phone = start_agent(name="Bench Phone")
-    pair_device(phone.address, phone.code)
-    window = device_window(digits_project)
-    panel, session = panel_of(window), session_of(window)
+    phone, window, panel, session = paired_window(digits_project)
     notes = digits_project / "notes.onnx"
     notes.write_text("not a model\n")
     panel.set_model(notes)
