@@ -113,13 +113,14 @@ def test_a_hidden_capability_dock_stays_hidden(open_window, project, qtbot):
     assert layout_of(again) == first
 
 
-def test_a_dock_the_saved_layout_does_not_know_goes_under_the_explorer_with_room(open_window, project, qtbot,
-                                                                                 monkeypatch):
+def reopened_with_a_new_dock(open_window, project, qtbot, monkeypatch, capability: str):
+    """The layout saved by a window without ``capability`` (a name in BUILT_IN), then a window
+    with it on the same project and its layout: (before, window, layout)."""
     from workbench.ui import capabilities
 
     everything = capabilities.BUILT_IN
-    monkeypatch.setattr(capabilities, "BUILT_IN", tuple(e for e in everything if "modeltools" not in e))
-    window = open_window(project)  # a layout saved before there was a Models dock
+    monkeypatch.setattr(capabilities, "BUILT_IN", tuple(e for e in everything if capability not in e))
+    window = open_window(project)
     window.resize(*WINDOW_SIZE)
     qtbot.wait(100)
     before = layout_of(window)
@@ -127,7 +128,12 @@ def test_a_dock_the_saved_layout_does_not_know_goes_under_the_explorer_with_room
 
     monkeypatch.setattr(capabilities, "BUILT_IN", everything)
     again = open_window(project)
-    layout = layout_of(again)
+    return before, again, layout_of(again)
+
+
+def test_a_dock_the_saved_layout_does_not_know_goes_under_the_explorer_with_room(open_window, project, qtbot,
+                                                                                 monkeypatch):
+    before, again, layout = reopened_with_a_new_dock(open_window, project, qtbot, monkeypatch, "modeltools")
     # The known docks are where they were (the Explorer's group gives the Models dock room).
     assert {name: {**layout[name], "size": None} for name in before} == {
         name: {**entry, "size": None} for name, entry in before.items()}
@@ -140,19 +146,7 @@ def test_a_dock_the_saved_layout_does_not_know_goes_under_the_explorer_with_room
 
 def test_a_devices_dock_the_saved_layout_does_not_know_joins_the_runs_tabs(open_window, project, qtbot,
                                                                            monkeypatch):
-    from workbench.ui import capabilities
-
-    everything = capabilities.BUILT_IN
-    monkeypatch.setattr(capabilities, "BUILT_IN", tuple(e for e in everything if "device" not in e))
-    window = open_window(project)  # a layout saved before there was a Devices dock
-    window.resize(*WINDOW_SIZE)
-    qtbot.wait(100)
-    before = layout_of(window)
-    window.close()
-
-    monkeypatch.setattr(capabilities, "BUILT_IN", everything)
-    again = open_window(project)
-    layout = layout_of(again)
+    before, again, layout = reopened_with_a_new_dock(open_window, project, qtbot, monkeypatch, "device")
     assert layout["dock-devices"]["area"] == "BottomDockWidgetArea"
     assert layout["dock-devices"]["tab_mates"] == ["dock-runs"] and not layout["dock-devices"]["front"]
     assert layout["dock-runs"]["front"] and layout["dock-runs"]["size"][0] == before["dock-runs"]["size"][0]
