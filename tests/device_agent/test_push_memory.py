@@ -46,6 +46,15 @@ def _push(store: ModelStore, data: bytes, calls: list, owner=None) -> str:
     return sha
 
 
+def _begin_and_receive(store: ModelStore, data: bytes, upto: int, calls: list) -> tuple:
+    """Begin a push of ``data`` and receive its first ``upto`` bytes: (sha256, owner)."""
+    sha = sha256_of(data)
+    owner = _Owner()
+    store.begin(sha, len(data), owner)
+    store.receive(sha, 0, upto, owner, _to_file(data[:upto], calls), _to_memory(data[:upto], calls))
+    return sha, owner
+
+
 @pytest.fixture
 def check_after_end(monkeypatch):
     monkeypatch.setattr(store_module, "FOLLOW_BELOW_BYTES_PER_S", 0)
@@ -95,12 +104,8 @@ def test_what_arrived_in_memory_is_in_the_file_when_the_connection_ends(tmp_path
                                                                          check_after_end):
     store = ModelStore(tmp_path / "models", push_memory_bytes=1 << 20)
     data = os.urandom(500 * 1024)
-    sha = sha256_of(data)
-    owner = _Owner()
-    store.begin(sha, len(data), owner)
     calls: list = []
-    store.receive(sha, 0, 200 * 1024, owner, _to_file(data[:200 * 1024], calls),
-                  _to_memory(data[:200 * 1024], calls))
+    sha, owner = _begin_and_receive(store, data, 200 * 1024, calls)
     store.release(owner)  # the connection dropped
     assert (tmp_path / "models" / (sha + ".partial")).read_bytes() == data[:200 * 1024]
     again = _Owner()
@@ -117,12 +122,7 @@ def test_what_arrived_in_memory_is_in_the_file_when_the_connection_ends(tmp_path
 def test_a_stopping_agent_keeps_the_bytes_received_in_memory(tmp_path, check_after_end):
     store = ModelStore(tmp_path / "models", push_memory_bytes=1 << 20)
     data = os.urandom(300 * 1024)
-    sha = sha256_of(data)
-    owner = _Owner()
-    store.begin(sha, len(data), owner)
-    calls: list = []
-    store.receive(sha, 0, 1000, owner, _to_file(data[:1000], calls),
-                  _to_memory(data[:1000], calls))
+    sha, _owner = _begin_and_receive(store, data, 1000, [])
     store.close()
     restarted = ModelStore(tmp_path / "models", push_memory_bytes=1 << 20)
     assert restarted.begin(sha, len(data), _Owner()) == (1000, False)
@@ -167,11 +167,7 @@ def test_without_an_announced_limit_the_client_sends_base_size_chunks(agent, sec
 
 def _received_and_ended(store: ModelStore, data: bytes) -> tuple:
     """Push ``data`` whole and end it, the check left to start: (sha256, its start)."""
-    sha = sha256_of(data)
-    owner = _Owner()
-    store.begin(sha, len(data), owner)
-    calls: list = []
-    store.receive(sha, 0, len(data), owner, _to_file(data, calls), _to_memory(data, calls))
+    sha, owner = _begin_and_receive(store, data, len(data), [])
     starts: list = []
     assert store.end(sha, owner, start_check=starts.append) == (len(data), False)
     assert len(starts) == 1
