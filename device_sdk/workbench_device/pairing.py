@@ -250,6 +250,9 @@ class Pairing:
                                 f"for {seconds} s for this address", seconds=seconds)
         left = min(self.wrong_codes_before_lock - guesses.wrong,
                    self.global_wrong_codes_before_lock - len(self._recent))
+        # The owner reading the log sees guessing before it locks; the code stays out of it.
+        log.warning("wrong pairing code from %s (host %s); %d attempt%s left before pairing "
+                    "locks", key, host_name, left, "" if left == 1 else "s")
         raise ProtocolError(Err.BAD_CODE, "wrong pairing code; type the 6 digits the device "
                             f"shows ({left} tries before pairing locks)", attempts_left=left)
 

@@ -27,7 +27,15 @@ def test_pushing_from_the_cli_twice_sends_nothing_the_second_time(cli_paired_age
     assert first["sent"] == first["size"] == digits_onnx.stat().st_size and not first["skipped"]
     assert second["sent"] == 0 and second["skipped"] and second["sha256"] == first["sha256"]
     again = run_cli("push", cli_paired_agent.address, str(digits_onnx))
-    assert "has digits.onnx already" in again.stdout and "nothing sent" in again.stdout
+    sha = first["sha256"][:12]
+    assert f"Shell Phone already has digits.onnx (sha256 {sha}…): nothing sent" in again.stdout
+    assert "Pushing" not in again.stderr  # no progress of bytes that are not sent
+
+
+def test_a_first_push_shows_its_progress(cli_paired_agent, digits_onnx):
+    done = run_cli("push", cli_paired_agent.address, str(digits_onnx))
+    assert done.returncode == 0, done.stderr
+    assert "Pushing digits.onnx to Shell Phone" in done.stderr and "Pushed digits.onnx" in done.stdout
 
 
 def test_bench_gives_p50_p90_p99(cli_paired_agent, digits_onnx):
@@ -160,6 +168,11 @@ def test_a_file_that_is_no_whole_model_is_refused_before_anything_is_sent(cli_pa
         assert refused.returncode == 1, (command, refused.stdout)
         [line] = refused.stderr.strip().splitlines()[-1:]
         assert said in line and "Traceback" not in refused.stderr
+        assert "PyTorch" not in line and "TorchScript" not in line, line
+    # What a device takes, not every format the model tools read.
+    assert ("give an ONNX (.onnx) or MNN (.mnn) model; convert others with "
+            "`workbench model convert`") in run_cli("push", cli_paired_agent.address,
+                                                    str(text)).stderr
     wrong_runtime = run_cli("bench", cli_paired_agent.address, str(digits_onnx), "--runtime", "mnn")
     assert wrong_runtime.returncode == 1
     assert "the mnn runtime takes MNN models" in wrong_runtime.stderr

@@ -34,6 +34,29 @@ def test_pushing_the_same_model_twice_sends_nothing_the_second_time(paired_agent
         assert other_connection.has(digits_onnx)
 
 
+def test_a_push_that_sends_nothing_shows_no_bytes_being_pushed(paired_agent, digits_onnx):
+    with DeviceLink.open(paired_agent.address) as link:
+        link.push(digits_onnx)
+        reports = []
+        assert link.push(digits_onnx, progress=reports.append).skipped
+    assert [r.message for r in reports if "Pushing" in r.message] == []
+
+
+def test_an_agent_lost_before_the_run_of_a_model_it_has_does_not_ask_to_resume_a_push(
+        paired_agent, digits_onnx):
+    with DeviceLink.open(paired_agent.address) as link:
+        link.push(digits_onnx)
+    with DeviceLink.open(paired_agent.address) as link:
+        assert link.has(digits_onnx)
+        paired_agent.kill()
+        with pytest.raises(ConnectionLost) as lost:
+            link.load(digits_onnx)
+    message = str(lost.value)
+    assert "Link Phone" in message and "stopped answering" in message
+    assert "has digits.onnx already" in message and "nothing remained to send" in message
+    assert "resume" not in message and "during the push" not in message
+
+
 def test_a_cancelled_push_stops_and_the_next_push_resumes_where_it_stopped(paired_agent, tmp_path):
     model = tmp_path / "big.bin"
     model.write_bytes(np.random.default_rng(1).bytes(12 * 1024 * 1024))

@@ -17,7 +17,8 @@ from .conftest import free_port, run_cli, run_cli_json
 def test_serve_local_starts_a_paired_agent_that_list_and_info_show(tmp_path):
     port = free_port()
     started = run_cli_json("serve-local", "--port", str(port))
-    assert started["started"] and started["paired"] and started["port"] == port
+    assert started["started"] and started["paired"] and started["paired_now"]
+    assert started["port"] == port
     data_dir = Path(os.environ["WORKBENCH_DATA_DIR"]) / "local-device"
     assert started["data_dir"] == str(data_dir) and (data_dir / "device.json").is_file()
 
@@ -30,7 +31,9 @@ def test_serve_local_starts_a_paired_agent_that_list_and_info_show(tmp_path):
     assert info["device_id"] == started["device_id"]
 
     again = run_cli_json("serve-local", "--port", str(port))
-    assert not again["started"] and not again["paired"] and again["pid"] == started["pid"]
+    # Running already and paired: the report says so, as `list` does.
+    assert not again["started"] and again["paired"] and not again["paired_now"]
+    assert again["pid"] == started["pid"]
 
     stopped = run_cli("serve-local", "--stop")
     assert stopped.returncode == 0 and f"pid {started['pid']}" in stopped.stdout
@@ -42,12 +45,12 @@ def test_serve_local_starts_a_paired_agent_that_list_and_info_show(tmp_path):
 
 def test_a_restarted_local_agent_keeps_its_identity_and_pairing(private_keyring_and_agent):
     first = serve_local(port=0)
-    assert first.started and first.paired
+    assert first.started and first.paired and first.paired_now
     assert stop_local().pid == first.pid
     assert running_local_agent() is None
 
     second = serve_local(port=0)
-    assert second.started and not second.paired  # it knows this computer still
+    assert second.started and second.paired and not second.paired_now  # it knows this computer
     assert second.device_id == first.device_id
     assert [d.device_id for d in PairedDevices().list()] == [first.device_id]
     with DeviceLink.open("local") as link:

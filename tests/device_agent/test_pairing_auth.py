@@ -6,6 +6,8 @@ import json
 import os
 import socket
 import stat
+import subprocess
+import sys
 import time
 
 import pytest
@@ -110,6 +112,36 @@ def test_wrong_codes_lock_pairing_for_their_address_only_until_the_lock_ends(sta
     while agent.pairing.seconds_locked(f"{OTHER_ADDRESS}:1") and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _pair_from(OTHER_ADDRESS, agent.port, agent.pairing.code)["type"] == "pair.ok"
+
+
+def test_each_wrong_code_is_logged_with_its_address_and_the_attempts_left(tmp_path):
+    data_dir = tmp_path / "d"
+    with open(tmp_path / "agent.stderr", "w") as stderr:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "workbench_device", "--port", "0", "--data-dir", str(data_dir),
+             "--no-mdns", "--json"], stdout=subprocess.PIPE, stderr=stderr, text=True)
+    try:
+        listening = json.loads(process.stdout.readline())
+        code = listening["pairing_code"]
+        wrong = f"{(int(code) + 1) % 1000000:06d}"
+        client = DeviceClient("127.0.0.1", int(listening["port"]))
+        client.hello(HOST_ID)
+        for _ in range(2):
+            with pytest.raises(RemoteError):
+                client.pair(HOST_ID, "guesser", wrong)
+        client.close()
+        log_file = data_dir / "agent.log"
+        deadline = time.monotonic() + 10
+        while "3 attempts left" not in log_file.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        lines = [line for line in log_file.read_text().splitlines() if " WARNING " in line]
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+        process.stdout.close()
+    assert len(lines) == 2 and all("wrong pairing code from 127.0.0.1" in line for line in lines)
+    assert "4 attempts left" in lines[0] and "3 attempts left" in lines[1]
+    assert not any(wrong in line or code in line for line in lines)
 
 
 class _Clock:

@@ -312,7 +312,7 @@ def push_command(device: str, model: Path, as_json: bool) -> None:
             "size": result.size, "sent": result.sent, "resumed_from": result.resumed_from,
             "skipped": result.skipped}
     if result.skipped:
-        text = f"{name} has {path.name} already (sha256 {result.sha256[:12]}): nothing sent."
+        text = f"{name} already has {path.name} (sha256 {result.sha256[:12]}…): nothing sent."
     else:
         resumed = f", resumed at {size_text(result.resumed_from)}" if result.resumed_from else ""
         text = (f"Pushed {path.name} ({size_text(result.size)}, sha256 {result.sha256[:12]}) to "
@@ -553,7 +553,7 @@ def serve_local_command(port: int, name: str | None, stop: bool, as_json: bool) 
         text = f"Started the local agent (pid {agent.pid}) at {agent.address}"
     else:
         text = f"The local agent runs already (pid {agent.pid}) at {agent.address}"
-    text += (", and paired with it" if agent.paired else "") + \
+    text += (", and paired with it" if agent.paired_now else "") + \
         ". Name it `local`: `workbench device info local`."
     _emit(agent.to_json(), as_json, text)
 

@@ -269,6 +269,9 @@ class DeviceLink:
         self._client: DeviceClient | None = None
         self._session_id: str | None = None
         self._loaded: dict[str, LoadedModel] = {}
+        # The sha256s the device said it has: a push of one that is cut off had nothing left to
+        # send, and its message must not ask to resume it.
+        self._present: set[str] = set()
         self._aborted = threading.Event()
 
     @classmethod
@@ -417,7 +420,12 @@ class DeviceLink:
     def has(self, model: Path | str) -> bool:
         """Whether the device has the model (a file's path, or a sha256) already."""
         sha = _sha_of(model)
-        return self._call("look the model up", DeviceClient.has_model, sha) is not None
+        present = self._call("look the model up", DeviceClient.has_model, sha) is not None
+        if present:
+            self._present.add(sha)
+        else:
+            self._present.discard(sha)
+        return present
 
     def push(self, model: Path | str, name: str | None = None,
              progress: Callable[[Progress], None] | None = None,
@@ -432,12 +440,25 @@ class DeviceLink:
         sha = sha256_of(path)
         size = path.stat().st_size
 
+        # The client reports the whole size at once when the device has the model already; a
+        # first report of the whole size waits for the result, so a push that sends nothing
+        # does not show as one.
+        shown = False
+        held: Progress | None = None
+
         def report(done: int, total: int) -> None:
+            nonlocal shown, held
             if cancel is not None and cancel.cancelled:
                 raise Cancelled()
-            if progress is not None:
-                progress(Progress(f"Pushing {name} to {self.name}: {size_text(done)} of "
-                                  f"{size_text(size)}", done / total if total else 1.0))
+            if progress is None:
+                return
+            update = Progress(f"Pushing {name} to {self.name}: {size_text(done)} of "
+                              f"{size_text(size)}", done / total if total else 1.0)
+            if not shown and done >= total:
+                held = update
+                return
+            shown = True
+            progress(update)
 
         options = {"chunk_size": chunk_size} if chunk_size else {}
         attempts = 0
@@ -454,23 +475,34 @@ class DeviceLink:
                                               sha) is None:
                     raise DeviceError(f"{name} arrived damaged on {self.name} (its sha256 does "
                                       "not match); push it again")
+                if held is not None and not result.skipped and progress is not None:
+                    progress(held)
+                self._present.add(sha)
                 return result
             except ConnectionLost:
                 attempts += 1
                 if attempts > PUSH_RECONNECTS:
                     raise
-                log.info("the push of %s to %s dropped; connecting again to resume", name,
-                         self.address)
+                nothing_left = sha in self._present
+                log.info("the connection to %s dropped while pushing %s; connecting again",
+                         self.address, name)
                 if progress is not None:
-                    progress(Progress(f"The connection to {self.name} dropped; resuming the push…",
-                                      None))
+                    progress(Progress(f"The connection to {self.name} dropped; connecting again…"
+                                      if nothing_left else f"The connection to {self.name} "
+                                      "dropped; resuming the push…", None))
                 time.sleep(0.2 * attempts)
                 try:
                     self.connect()
                 except DeviceUnreachable:
-                    raise ConnectionLost(f"{_named(self.address, self.known_name)} stopped "
-                                         "answering during the push; is the agent still running? "
-                                         "Push again to resume where it stopped") from None
+                    device = _named(self.address, self.known_name)
+                    if nothing_left:
+                        raise ConnectionLost(
+                            f"{device} stopped answering; it has {name} already, so nothing "
+                            "remained to send. Is the agent still running? Start it again, then "
+                            "repeat the command") from None
+                    raise ConnectionLost(f"{device} stopped answering during the push; is the "
+                                         "agent still running? Push again to resume where it "
+                                         "stopped") from None
 
     def load(self, model: Path | str, name: str | None = None,
              progress: Callable[[Progress], None] | None = None,
@@ -563,6 +595,8 @@ class DeviceLink:
         return lines
 
 
+DEVICE_MODELS_HINT = ("give an ONNX (.onnx) or MNN (.mnn) model; convert others with "
+                      "`workbench model convert`")
 RUNTIME_MODEL_KINDS = {"onnxruntime": ("onnx",), "mnn": ("mnn",), "any": ("onnx", "mnn")}
 
 
@@ -571,7 +605,7 @@ def check_model_file(path: Path, runtime: str = "any") -> None:
     ONNX or MNN model for "any"): read here from its bytes, so a text file or a truncated copy
     is refused before it is sent, with what the file is instead."""
     from workbench.modeltools.errors import ModelToolError
-    from workbench.modeltools.model_files import MNN, ONNX, expect, identify
+    from workbench.modeltools.model_files import KNOWN_FORMATS, MNN, ONNX, expect, identify
 
     path = Path(path)
     kinds = RUNTIME_MODEL_KINDS.get(runtime, RUNTIME_MODEL_KINDS["any"])
@@ -586,7 +620,11 @@ def check_model_file(path: Path, runtime: str = "any") -> None:
                               "with the mnn runtime (--runtime mnn)")
         expect(path, kinds, "a device")
     except ModelToolError as exc:
-        raise DeviceError(str(exc)) from None
+        # The model tools name every format they read; a device takes only these two.
+        message = str(exc)
+        for hint in (f"give a model file ({KNOWN_FORMATS})", f"give {KNOWN_FORMATS}"):
+            message = message.replace(hint, DEVICE_MODELS_HINT)
+        raise DeviceError(message) from None
 
 
 def size_text(n: int) -> str:

@@ -51,7 +51,9 @@ class LocalAgent:
     started: bool = False
     """True when this call started it (False: it was running already)."""
     paired: bool = False
-    """True when this call paired with it."""
+    """True when this computer is paired with it (always, once serve_local returns)."""
+    paired_now: bool = False
+    """True when this call paired with it (False: it knew this computer already)."""
 
     @property
     def address(self) -> str:
@@ -117,7 +119,8 @@ def serve_local(port: int = DEFAULT_PORT, name: str | None = None,
                           "with `workbench device serve-local --stop` and start it again")
     else:
         pair_device(agent.address, code, devices, local=True)
-        agent.paired = True
+        agent.paired_now = True
+    agent.paired = True
     return agent
 
 
@@ -184,7 +187,7 @@ def _start(port: int, name: str, timeout: float) -> LocalAgent:
     from workbench.project.atomic_file import write_text_atomically
 
     write_text_atomically(record_file(), json.dumps(
-        {k: v for k, v in agent.to_json().items() if k not in ("started", "paired", "address")},
+        {k: v for k, v in agent.to_json().items() if k not in ("started", "paired", "paired_now", "address")},
         indent=2) + "\n")
     log.info("started the local agent (pid %d) at %s", agent.pid, agent.address)
     return agent
