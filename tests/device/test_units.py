@@ -16,3 +16,9 @@ def test_memory_is_written_in_binary_units():
 
 def test_an_unknown_memory_size_is_a_dash():
     assert memory_text(None) == memory_text(-1) == memory_text("8 GB") == "–"
+
+
+def test_the_unknown_mark_is_the_one_every_table_uses():
+    from workbench.device.units import EMPTY
+
+    assert memory_text(None) == EMPTY == "–"

@@ -133,3 +133,18 @@ def test_a_model_outside_any_project_is_verified_on_random_inputs_into_the_user_
     assert history.project is None and history.path.parent == tmp_path / "data"
     assert [e.sha256 for e in history.entries()] == [result.sha256]
     assert np.isfinite(result.outputs[0].max_abs_diff)
+
+
+def test_the_latency_table_writes_peak_memory_in_binary_units_and_unknowns_as_a_dash():
+    from workbench.device.verify import latency_table
+
+    figures = {"init_ms": 12.5, "p50_ms": 1.0, "p90_ms": 1.5, "p99_ms": 2.0, "mean_ms": 1.1,
+               "runs": 20, "batch": 1}
+    lines = latency_table({"device": dict(figures, peak_rss_bytes=300 * 2**20),
+                           "host": dict(figures, init_ms=None, peak_rss_bytes=None)})
+    device_row = next(line for line in lines if line.strip().startswith("device"))
+    host_row = next(line for line in lines if line.strip().startswith("this computer"))
+    assert device_row.rstrip().endswith("300.0 MiB") and " MB" not in device_row
+    # Both unknown figures, init time and peak memory, show the one mark the panel uses.
+    assert host_row.split()[2] == "–" and host_row.rstrip().endswith("–")
+    assert "-" not in host_row.replace("this computer", "")

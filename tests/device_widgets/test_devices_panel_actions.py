@@ -138,7 +138,7 @@ def test_follow_log_streams_the_device_log_until_it_is_turned_off(paired_window,
 
     qtbot.waitUntil(lambda: _a_connection_shows_in_the_log(panel, phone.address), timeout=TIMEOUT_MS)
     text = panel.log_view.toPlainText()
-    assert text.startswith(f"— following {phone.address} —")
+    assert text.startswith(f"— following Bench Phone ({phone.address}) —")
     assert any(" INFO " in line and "authenticated from" in line for line in text.splitlines())
 
     qtbot.mouseClick(panel.follow_button, Qt.MouseButton.LeftButton)

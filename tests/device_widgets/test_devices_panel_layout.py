@@ -1,7 +1,10 @@
 """The device list in a narrow Devices dock: a long device name is elided in the middle, with
-the whole name in its tooltip, so the Status column stays in view."""
+the whole name in its tooltip, so the Status column stays in view; the list has its share of the
+dock from the start. The Pair dialog and the samples box ask for what works."""
 
 from __future__ import annotations
+
+from PySide6.QtWidgets import QLabel
 
 from workbench.device.widgets import panel_of
 
@@ -34,3 +37,30 @@ def test_a_long_device_name_is_elided_so_the_status_stays_in_view(device_window,
     assert item.text(0) == "build-server-07.lab.example.org (local) (this computer)"
     assert header.sectionSize(0) < tree.fontMetrics().horizontalAdvance(item.text(0))
     assert item.toolTip(0) == item.text(0)
+
+
+def test_the_device_list_gets_about_two_fifths_of_a_1200_pixel_window(device_window,
+                                                                       digits_project, qtbot):
+    window = device_window(digits_project)
+    window.resize(1200, 800)
+    panel = panel_of(window)
+    dock = panel.parentWidget()
+    while dock is not None and not dock.inherits("QDockWidget"):
+        dock = dock.parentWidget()
+    dock.show()
+    dock.raise_()
+    qtbot.waitUntil(lambda: panel.splitter.width() > 0 and panel.isVisible())
+    qtbot.waitUntil(lambda: window.width() == 1200)
+    list_width, controls_width = panel.splitter.sizes()
+    assert list_width >= 0.35 * (list_width + controls_width)
+
+
+def test_the_pair_dialog_names_the_agent_command_and_samples_have_a_sane_maximum(
+        device_window, digits_project):
+    panel = panel_of(device_window(digits_project))
+    panel.pair()
+    labels = [label.text() for label in panel.pair_dialog.findChildren(QLabel)]
+    assert any("workbench-device-agent" in text for text in labels)
+    assert not any("python -m" in text for text in labels)
+    panel.pair_dialog.close()
+    assert panel.samples.maximum() <= 10_000

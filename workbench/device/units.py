@@ -4,13 +4,15 @@ in ``workbench device``."""
 from __future__ import annotations
 
 BINARY_UNITS = ("bytes", "KiB", "MiB", "GiB", "TiB")
+EMPTY = "–"
+"""What a table cell shows for a figure that is not known."""
 
 
 def memory_text(n: int | float | None) -> str:
     """A memory size in binary units, as operating systems report RAM: "7.6 GiB", "512.0 MiB";
     "–" when unknown."""
     if n is None or isinstance(n, bool) or not isinstance(n, (int, float)) or n < 0:
-        return "–"
+        return EMPTY
     value, unit = float(n), BINARY_UNITS[0]
     for unit in BINARY_UNITS:
         if value < 1024 or unit == BINARY_UNITS[-1]:

@@ -26,6 +26,7 @@ import numpy as np
 
 from workbench.device.errors import DeviceError
 from workbench.device.paired import now_iso, user_data_dir
+from workbench.device.units import EMPTY, memory_text
 from workbench.tasks import CancelToken, Progress
 
 log = logging.getLogger(__name__)
@@ -124,7 +125,7 @@ def latency_table(latency: dict[str, dict]) -> list[str]:
         peak = figures.get("peak_rss_bytes")
         rows.append([label, _ms(figures.get("init_ms")), _ms(figures.get("p50_ms")),
                      _ms(figures.get("p90_ms")), _ms(figures.get("p99_ms")),
-                     _ms(figures.get("mean_ms")), f"{peak / 1e6:.0f} MB" if peak else "-"])
+                     _ms(figures.get("mean_ms")), memory_text(peak) if peak else EMPTY])
     return [title] + ["  " + line for line in _table(
         ["", "init ms", "p50 ms", "p90 ms", "p99 ms", "mean ms", "peak memory"], rows)]
 
@@ -400,7 +401,7 @@ def _number(value: float | None) -> str:
 
 
 def _ms(value: Any) -> str:
-    return "-" if value is None else f"{value:.3f}"
+    return EMPTY if value is None else f"{value:.3f}"
 
 
 def _shape_text(shape: list) -> str:

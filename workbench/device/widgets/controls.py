@@ -30,7 +30,7 @@ class PairDialog(QDialog):
         self.code.setPlaceholderText("123456")
         self.code.setMaxLength(6)
         self.code.setValidator(QRegularExpressionValidator(QRegularExpression(r"\d{0,6}"), self.code))
-        hint = QLabel("Start the agent on the device (python -m workbench_device.agent): it prints "
+        hint = QLabel("Start the agent on the device (workbench-device-agent): it prints "
                       "its address and a pairing code.")
         hint.setWordWrap(True)
         hint.setStyleSheet("color: #555;")

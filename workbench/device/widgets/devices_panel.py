@@ -43,6 +43,7 @@ from workbench.device.widgets.controls import Banner, ElidedLabel, PairDialog
 
 MODEL_SUFFIXES = (".onnx", ".mnn")
 DEFAULT_SAMPLES = 256  # verify_model's own default (that module imports NumPy, so not from there)
+MAX_SAMPLES = 10_000
 DEFAULT_RUNTIME = "onnxruntime"  # every agent has it
 PASS_COLOR, FAIL_COLOR = QColor("#1b7f3b"), QColor("#b3261e")
 RESULT_HEADERS = ["Output", "Shape", "Max abs diff", "Mean abs diff", "Top-1 agreement", "Result"]
@@ -143,6 +144,8 @@ class DevicesPanel(QWidget):
         self.runtimes_of: dict[str, list[dict]] = {}
         """What each device reported of its runtimes (by HOST:PORT)."""
         self._info_asked = False
+        self._followed: tuple[str, str] | None = None
+        """The device whose log is followed now: (HOST:PORT, name)."""
 
         self.banner = Banner()
         self.status = ElidedLabel()
@@ -202,7 +205,9 @@ class DevicesPanel(QWidget):
 
         self.samples = QSpinBox()
         self.samples.setObjectName("device-samples")
-        self.samples.setRange(1, 100_000)
+        # Verify holds every sample in memory on both sides; a test split rarely has more, and
+        # Verify uses what it has when asked for more (the result line says how many ran).
+        self.samples.setRange(1, MAX_SAMPLES)
         self.samples.setValue(DEFAULT_SAMPLES)
         self.samples.setSuffix(" samples")
         self.samples.setToolTip("How many samples of the project's test split Verify runs on both sides")
@@ -290,6 +295,9 @@ class DevicesPanel(QWidget):
         self.splitter.addWidget(right)
         self.splitter.setStretchFactor(0, 2)
         self.splitter.setStretchFactor(1, 3)
+        # Stretch factors share only the room beyond the size hints, which leave the list a
+        # sliver ("Bo… B"): sizes in the same 2:3 ratio give it its share from the first show.
+        self.splitter.setSizes([2000, 3000])
 
         content = QWidget()
         content_layout = QVBoxLayout(content)
@@ -306,6 +314,7 @@ class DevicesPanel(QWidget):
         layout.addWidget(self.scroll)
 
         session.sig_devices_listed.connect(self.show_devices)
+        session.sig_device_status_changed.connect(self.show_device_status)
         session.sig_error.connect(self.show_error)
         session.sig_progress.connect(self.status.setText)
         session.sig_info.connect(self.show_device_info)
@@ -327,6 +336,8 @@ class DevicesPanel(QWidget):
 
     def show_devices(self, overview: dict) -> None:
         selected = self.selected_address()
+        # The list is rebuilt: the selection passing through "none" is no change of device.
+        self.devices.blockSignals(True)
         self.devices.clear()
         for row in overview.get("devices", []):
             name = row["name"] + (" (this computer)" if row.get("local") else "")
@@ -344,9 +355,28 @@ class DevicesPanel(QWidget):
                       if self.devices.topLevelItem(i).data(0, Qt.ItemDataRole.UserRole)["status"] == "online"]
             if online:
                 self.devices.setCurrentItem(online[0])
+        self.devices.blockSignals(False)
+        self._selection_changed()
         notes = overview.get("notes") or []
         self.status.setText("; ".join(notes) if notes else f"{self.devices.topLevelItemCount()} devices")
         self._update_buttons()
+
+    def show_device_status(self, address: str, status: str) -> None:
+        """The row of ``address`` shows ``status`` ("online", "offline"), the rest unchanged."""
+        for i in range(self.devices.topLevelItemCount()):
+            item = self.devices.topLevelItem(i)
+            row = item.data(0, Qt.ItemDataRole.UserRole)
+            if row["address"] != address:
+                continue
+            row = dict(row, status=status)
+            item.setData(0, Qt.ItemDataRole.UserRole, row)
+            item.setText(2, status + ("" if row.get("paired") or row.get("local") else ", not paired"))
+            item.setForeground(2, PASS_COLOR if status == "online" else QColor("#777777"))
+
+    def device_name(self, address: str) -> str:
+        """The name the list shows for ``address`` (the address itself when it is not listed)."""
+        row = next((r for r in self.device_rows() if r["address"] == address), None)
+        return str(row.get("name") or address) if row is not None else address
 
     def device_rows(self) -> list[dict]:
         return [self.devices.topLevelItem(i).data(0, Qt.ItemDataRole.UserRole)
@@ -367,8 +397,12 @@ class DevicesPanel(QWidget):
     def _selection_changed(self) -> None:
         address = self.selected_address()
         self.sig_device_selected.emit(address)
-        if self.follow_button.isChecked():
+        if self._followed is not None and self._followed[0] != address:
+            # Another device's log would need its own stream: this one ends, and says so, so
+            # its lines are not taken for the new device's.
+            name = self._followed[1]
             self.follow_button.setChecked(False)
+            self.status.setText(f"Stopped following {name}'s log: another device is selected")
         self._fill_runtimes(self.runtimes_of.get(address, []))
         item = self.devices.currentItem()
         row = item.data(0, Qt.ItemDataRole.UserRole) if item is not None else None
@@ -518,7 +552,7 @@ class DevicesPanel(QWidget):
             self.banner.hide()
             self.result_table.setRowCount(0)
             self.latency_table.setRowCount(0)
-            self.verdict.setText(f"Verifying {target[1].name} on {target[0]}…")
+            self.verdict.setText(f"Verifying {target[1].name} on {self.device_name(target[0])}…")
             self.tabs.setCurrentIndex(0)
             self.session.verify(*target, **options)
 
@@ -603,9 +637,14 @@ class DevicesPanel(QWidget):
             if not address:
                 self.follow_button.setChecked(False)
                 return
-            self.log_view.appendPlainText(f"— following {address} —")
+            name = self.device_name(address)
+            self._followed = (address, name)
+            self.log_view.appendPlainText(f"— following {name} ({address}) —")
             self.session.follow_logs(address)
         else:
+            if self._followed is not None:
+                self.log_view.appendPlainText(f"— stopped following {self._followed[1]} —")
+                self._followed = None
             self.session.stop_logs()
 
     def _log_line(self, line: dict) -> None:
@@ -621,6 +660,7 @@ class DevicesPanel(QWidget):
             self.follow_button.blockSignals(True)
             self.follow_button.setChecked(False)
             self.follow_button.blockSignals(False)
+            self._followed = None
         if self.verdict.text().startswith("Verifying"):
             self.verdict.setText("")
 

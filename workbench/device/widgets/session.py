@@ -5,16 +5,21 @@ call that can touch the network (listing and probing devices, pairing, the local
 push, verify, the log stream) runs through the window's task runner; its answer comes back on
 the GUI thread as a signal. A failure becomes one line for the panel's banner; the traceback
 goes to the log. A pairing made elsewhere (another window, the CLI) lists the devices again.
+
+A device that stops (or starts) answering is noticed without a Refresh: every few seconds the
+listed devices' addresses are tried with a plain TCP connect, which is cheap enough to run all
+the time, unlike a full listing with its mDNS browse and handshakes.
 """
 
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 from pathlib import Path
 
 import shiboken6
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, QTimer, Signal
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +31,19 @@ PUSH_KEY = "device.push"
 VERIFY_KEY = "device.verify"
 HISTORY_KEY = "device.history"
 LOGS_KEY = "device.logs"
+LIVENESS_KEY = "device.liveness"
+
+LIVENESS_INTERVAL_MS = 5000
+CONNECT_TIMEOUT_S = 0.5
+
+
+def reachable(host: str, port: int, timeout: float = CONNECT_TIMEOUT_S) -> bool:
+    """Whether something accepts a TCP connection at ``host``:``port`` within ``timeout``."""
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
 
 
 def one_line(exc: BaseException) -> str:
@@ -65,6 +83,10 @@ class DeviceSession(QObject):
     sig_progress = Signal(str)
     """What the running call is doing ("Running 64 samples on Phone and here: 32 done")."""
 
+    sig_device_status_changed = Signal(str, str)
+    """A listed device stopped answering: (its HOST:PORT, its new status, "offline"). One that
+    answers again is listed anew (``sig_devices_listed``), which tells online from a stranger."""
+
     sig_error = Signal(str)
     """A call failed; the one-line message a user can act on."""
 
@@ -76,6 +98,7 @@ class DeviceSession(QObject):
 
     def __init__(self, window, parent: QObject | None = None, browse_lan: bool = True):
         super().__init__(parent if parent is not None else window)
+        self.window = window
         self.tasks = window.tasks
         self.project_dir = Path(window.project.root)
         self.browse_lan = browse_lan
@@ -95,6 +118,15 @@ class DeviceSession(QObject):
 
         self.paired_watch = PairedDevicesWatcher(PairedDevices(), self)
         self.paired_watch.sig_paired_devices_changed.connect(self.refresh)
+        # Whether each probed address accepted a connection last time: only a change is acted
+        # on, so a device that answers but is listed offline (another agent on its port) does
+        # not cause a listing every round.
+        self._reachable: dict[str, bool] = {}
+        self._listing = 0  # counts listings, so a probe round that began before one is dropped
+        self.liveness_timer = QTimer(self)
+        self.liveness_timer.setInterval(LIVENESS_INTERVAL_MS)
+        self.liveness_timer.timeout.connect(self.check_liveness)
+        self.liveness_timer.start()
 
     # --- running calls -------------------------------------------------------------------------
 
@@ -154,6 +186,8 @@ class DeviceSession(QObject):
         """End every call (the window closes): each link is aborted, so no worker is left
         waiting on a device after the window has gone."""
         self.closed = True
+        self.liveness_timer.stop()
+        self.tasks.cancel(LIVENESS_KEY)
         self.paired_watch.stop()
         for key in list(self._keys):
             self.cancel(key)
@@ -181,6 +215,9 @@ class DeviceSession(QObject):
         def listed(overview: dict) -> None:
             self.overview = overview
             self.listed = True
+            self._listing += 1
+            for row in overview.get("devices", []):
+                self._reachable.setdefault(row["address"], row.get("status") != "offline")
             self.sig_devices_listed.emit(overview)
 
         if self.closed:
@@ -266,7 +303,7 @@ class DeviceSession(QObject):
             self.history(model)
 
         self._run(VERIFY_KEY, self._reporting(call), on_done=verified,
-                  title=f"Verifying {model.name} on {target} ({runtime})")
+                  title=f"Verifying {model.name} on {self.device_name(target)} ({runtime})")
 
     def history(self, model: Path | str) -> None:
         """Read the verifications of ``model``'s version (by sha256)."""
@@ -306,6 +343,64 @@ class DeviceSession(QObject):
         # Lines still queued from a stream that was stopped, or replaced, are dropped.
         if stream == self._log_stream and self.is_busy(LOGS_KEY):
             self.sig_log_line.emit(line)
+
+    def check_liveness(self) -> None:
+        """Try each paired and local device's address (a TCP connect, off the GUI thread): one
+        that stopped answering shows offline, one that answers again is listed anew. Skipped
+        while the window is hidden, before the first listing, during a listing, and while the
+        previous round still runs."""
+        if (self.closed or not self.listed or self.is_busy(LIST_KEY)
+                or self.tasks.is_running(LIVENESS_KEY)):
+            return
+        is_visible = getattr(self.window, "isVisible", None)
+        if is_visible is not None and not is_visible():
+            return
+        targets = [(row["address"], row["host"], row["port"])
+                   for row in self.overview.get("devices", [])
+                   if (row.get("paired") or row.get("local")) and row.get("host") and row.get("port")]
+        if not targets:
+            return
+        listing = self._listing
+
+        def probe(cancel=None) -> dict[str, bool]:
+            answers = {}
+            for address, host, port in targets:
+                if cancel is not None and cancel.cancelled:
+                    break
+                answers[address] = reachable(host, port)
+            return answers
+
+        def probed(answers: dict[str, bool]) -> None:
+            if self.closed or listing != self._listing:
+                return  # a newer listing knows better
+            came_back = False
+            for address, up in answers.items():
+                was_up = self._reachable.get(address)
+                self._reachable[address] = up
+                if up == was_up:
+                    continue
+                if up:
+                    came_back = True
+                    continue
+                for row in self.overview.get("devices", []):
+                    if row["address"] == address and row.get("status") != "offline":
+                        row["status"] = "offline"
+                        self.sig_device_status_changed.emit(address, "offline")
+            if came_back:
+                self.refresh()
+
+        def failed(exc: Exception) -> None:
+            log.info("device liveness check failed", exc_info=exc)
+
+        # Not through _run: a background check neither shows as busy nor puts up a banner.
+        self.tasks.run(LIVENESS_KEY, probe, on_done=probed, on_error=failed)
+
+    def device_name(self, target: str) -> str:
+        """The name the list shows for ``target`` (HOST:PORT), or ``target`` when unlisted."""
+        for row in self.overview.get("devices", []):
+            if target in (row.get("address"), row.get("name")):
+                return str(row.get("name") or target)
+        return target
 
     # --- helpers -------------------------------------------------------------------------------
 
