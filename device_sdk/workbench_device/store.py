@@ -64,10 +64,14 @@ FOLLOWER_NICE = 19
 FAILED_REMEMBERED = 64
 # A push of a model no larger than this is received into memory kept for it, and written to its
 # file by the check (see above); larger models, and a second push while one holds the memory,
-# go straight to the file. The memory is allocated at the first such push and kept.
+# go straight to the file. The memory is allocated at the first such push, and let go after
+# PUSH_MEMORY_IDLE_S without one.
 PUSH_MEMORY_BYTES = 64 * 1024 * 1024
 # The memory is written to the file in pieces of this size.
 WRITE_PIECE = 4 * 1024 * 1024
+# The push memory is let go when no push used it for this long (a phone's memory is not there
+# to be held between bursts of pushes).
+PUSH_MEMORY_IDLE_S = 30.0
 
 STORED = "stored"
 
@@ -356,7 +360,8 @@ class ModelStore:
     def __init__(self, root: Path, max_model_bytes: int = DEFAULT_MAX_MODEL_BYTES,
                  wait_for_other_push_s: float = WAIT_FOR_OTHER_PUSH_S,
                  wait_for_check_s: float = WAIT_FOR_CHECK_S,
-                 push_memory_bytes: int = PUSH_MEMORY_BYTES):
+                 push_memory_bytes: int = PUSH_MEMORY_BYTES,
+                 push_memory_idle_s: float = PUSH_MEMORY_IDLE_S):
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.max_model_bytes = max_model_bytes
@@ -368,7 +373,21 @@ class ModelStore:
         self.push_memory_bytes = max(0, push_memory_bytes)
         self._push_memory: Optional[bytearray] = None
         self._push_memory_lent = False
+        self._push_memory_idle_s = push_memory_idle_s
+        self._push_memory_returned = 0.0
         self._closed = False
+
+    @property
+    def holds_push_memory(self) -> bool:
+        """Whether the memory for receiving pushes is allocated now."""
+        with self._changed:
+            return self._push_memory is not None
+
+    def _let_idle_memory_go(self) -> None:
+        with self._changed:
+            idle = time.monotonic() - self._push_memory_returned
+            if not self._push_memory_lent and idle >= self._push_memory_idle_s * 0.99:
+                self._push_memory = None
 
     def _lend_memory(self, upload: _Upload) -> None:
         """Let ``upload`` receive into the store's push memory when it is free and the model
@@ -387,6 +406,10 @@ class ModelStore:
         def give_back() -> None:
             with self._changed:
                 self._push_memory_lent = False
+                self._push_memory_returned = time.monotonic()
+            timer = threading.Timer(self._push_memory_idle_s, self._let_idle_memory_go)
+            timer.daemon = True
+            timer.start()
 
         upload.receive_into_memory(memory, give_back)
 
