@@ -114,9 +114,11 @@ def test_the_link_connects_again_after_the_device_restarts(paired_agent, digits_
         restarted.stop()
 
 
-def test_killing_the_agent_during_a_benchmark_is_a_clear_error(paired_agent, digits_onnx):
-    link = DeviceLink.open(paired_agent.address)
-    loaded = link.load(digits_onnx)
+def _long_bench(address: str, model) -> tuple:
+    """A link to ``address`` running a long benchmark of ``model`` on a thread: (link, thread,
+    the list its exception lands in)."""
+    link = DeviceLink.open(address)
+    loaded = link.load(model)
     failure: list[BaseException] = []
 
     def bench() -> None:
@@ -127,6 +129,11 @@ def test_killing_the_agent_during_a_benchmark_is_a_clear_error(paired_agent, dig
 
     thread = threading.Thread(target=bench)
     thread.start()
+    return link, thread, failure
+
+
+def test_killing_the_agent_during_a_benchmark_is_a_clear_error(paired_agent, digits_onnx):
+    _link, thread, failure = _long_bench(paired_agent.address, digits_onnx)
     paired_agent.kill()
     thread.join(timeout=60)
     assert not thread.is_alive()
@@ -149,18 +156,7 @@ def test_the_device_log_streams_to_the_host(paired_agent):
 
 
 def test_abort_from_another_thread_cancels_the_call_under_way(paired_agent, digits_onnx):
-    link = DeviceLink.open(paired_agent.address)
-    loaded = link.load(digits_onnx)
-    failure: list[BaseException] = []
-
-    def bench() -> None:
-        try:
-            link.bench(loaded, warmup=0, runs=100000, batch=2048)
-        except BaseException as exc:
-            failure.append(exc)
-
-    thread = threading.Thread(target=bench)
-    thread.start()
+    link, thread, failure = _long_bench(paired_agent.address, digits_onnx)
     link.abort()
     thread.join(timeout=60)
     assert isinstance(failure[0], Cancelled)
