@@ -16,9 +16,7 @@ import ipaddress
 import json
 import logging
 import math
-import os
 import secrets
-import tempfile
 import threading
 import time
 from collections import deque
@@ -26,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Deque, Dict, Optional
 
+from workbench_device.atomic import replace_file
 from workbench_device.protocol import Err, ProtocolError, new_secret
 
 log = logging.getLogger(__name__)
@@ -51,20 +50,8 @@ def new_code() -> str:
 def write_private_json(path: Path, data: object) -> None:
     """Write ``data`` to ``path`` atomically (temporary file, fsync, rename), mode 0600."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=str(path.parent))
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            json.dump(data, out, indent=1, sort_keys=True)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    text = json.dumps(data, indent=1, sort_keys=True).encode("utf-8")
+    replace_file(path, lambda out: out.write(text), mode=0o600, durable=True)
 
 
 class PairedHosts:

@@ -14,12 +14,12 @@ import os
 import secrets
 import shutil
 import stat
-import tempfile
 import threading
 import time
 from pathlib import Path, PurePosixPath
 from typing import Callable, Dict, List, Optional, Tuple
 
+from workbench_device.atomic import replace_file
 from workbench_device.protocol import Err, ProtocolError
 
 log = logging.getLogger(__name__)
@@ -77,21 +77,14 @@ class Sandbox:
             raise ProtocolError(Err.SANDBOX, f"{relative!r} leads out of the session's folder")
         if path.is_dir() and not path.is_symlink():
             raise ProtocolError(Err.BAD_REQUEST, f"{relative!r} is a folder")
-        fd, tmp = tempfile.mkstemp(prefix=".put-", dir=str(path.parent))
-        try:
-            with os.fdopen(fd, "wb", buffering=0) as out:
-                def write(view: memoryview) -> None:
-                    done = 0
-                    while done < len(view):
-                        done += out.write(view[done:])
-                stream(write)
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        def write_stream(out) -> None:
+            def write(view: memoryview) -> None:
+                done = 0
+                while done < len(view):
+                    done += out.write(view[done:])
+            stream(write)
+
+        replace_file(path, write_stream, prefix=".put-")
         return path
 
     def _check_no_file_on_the_way(self, relative: object, path: Path) -> None:
