@@ -1,0 +1,6 @@
+"""What the operating system does for Workbench, one module each, so every capability asks the
+same way and the answers hold off Linux too: processes (identity, liveness, detaching), file
+locks, atomic file writes, secrets in the OS keyring, and TOML files the user also edits.
+
+Nothing here imports Qt or another Workbench package: every capability may import it.
+"""
