@@ -33,7 +33,7 @@ from workbench.editor.line_edits import (
     indent_lines,
     toggle_comment,
 )
-from workbench.editor.widgets import theme
+from workbench.qt import theme
 from workbench.editor.widgets.code_assist import CodeAssist
 from workbench.editor.widgets.diagnostic_marks import diagnostic_selections
 from workbench.editor.widgets.find_marks import find_match_selections

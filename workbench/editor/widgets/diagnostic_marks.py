@@ -6,7 +6,7 @@ from PySide6.QtGui import QColor, QTextCharFormat, QTextCursor, QTextDocument
 from PySide6.QtWidgets import QTextEdit
 
 from workbench.editor.diagnostics import EditorDiagnostic
-from workbench.editor.widgets import theme
+from workbench.qt import theme
 
 
 def diagnostic_selections(document: QTextDocument,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtGui import QColor, QTextCursor, QTextDocument
 from PySide6.QtWidgets import QTextEdit
 
-from workbench.editor.widgets import theme
+from workbench.qt import theme
 
 
 def find_match_selections(document: QTextDocument, spans: list[tuple[int, int]]) -> list[QTextEdit.ExtraSelection]:

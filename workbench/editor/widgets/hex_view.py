@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QPlainTextEdit, QWidget
 
 from workbench.editor.go_to_line import clamp_line
 from workbench.editor.hex_dump import hex_dump
-from workbench.editor.widgets import theme
+from workbench.qt import theme
 from workbench.editor.widgets.find_marks import find_match_selections
 
 

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QAbstractScrollArea, QWidget
 
 from workbench.editor.errors import EditorError
 from workbench.editor.line_index import LARGE_FILE_BYTES, find_line_starts, line_bytes
-from workbench.editor.widgets import theme
+from workbench.qt import theme
 
 # Only this much of one line is drawn: a minified file can have one line of hundreds of megabytes.
 MAX_SHOWN_LINE_BYTES = 16 * 1024

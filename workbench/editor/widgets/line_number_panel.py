@@ -6,7 +6,7 @@ from PySide6.QtCore import QRect, QSize, Qt
 from PySide6.QtGui import QColor, QPainter, QPaintEvent
 from PySide6.QtWidgets import QPlainTextEdit, QWidget
 
-from workbench.editor.widgets import theme
+from workbench.qt import theme
 
 
 class LineNumberPanel(QWidget):

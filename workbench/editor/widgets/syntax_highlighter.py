@@ -21,7 +21,7 @@ from PySide6.QtCore import QTimer
 from PySide6.QtGui import QSyntaxHighlighter, QTextBlock, QTextDocument
 
 from workbench.editor.highlighting import LineLexer, format_ranges
-from workbench.editor.widgets.theme import text_formats
+from workbench.qt.theme import text_formats
 
 # The block state of a block not lexed yet. Lexer states are interned to ids >= 0, and Qt uses -1
 # for "never highlighted", so -2 is free.

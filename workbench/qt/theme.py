@@ -1,4 +1,5 @@
-"""The light colour theme: one text format per highlighting format name."""
+"""The light colour theme of every window: one text format per highlighting format name, and the
+colours the editor, the diff panes and the hex view share."""
 
 from __future__ import annotations
 
