@@ -12,10 +12,10 @@ import pytest
 
 from tests.git.conftest import git, git_identity, make_repo  # noqa: F401  (fixtures)
 from tests.services.sshd import start_sshd, stop_sshd_process
-from workbench.cluster import git_snapshot_commit
 from workbench.cluster.code_sync import ship_code, ship_trainkit
 from workbench.cluster.connection import ClusterConnection
 from workbench.cluster.errors import ClusterError
+from workbench.git import snapshot as git_snapshot
 
 
 @pytest.fixture
@@ -76,7 +76,7 @@ def test_uncommitted_and_untracked_work_ships_as_a_snapshot_without_touching_ind
     (repo / "runs").mkdir()
     (repo / "runs" / "metrics.jsonl").write_text("{}\n")
     (repo / "weights.bin").write_bytes(os.urandom(3000))
-    monkeypatch.setattr(git_snapshot_commit, "MAX_UNTRACKED_BYTES", 2000)
+    monkeypatch.setattr(git_snapshot, "COMMIT_MAX_UNTRACKED_BYTES", 2000)
     head = git(repo, "rev-parse", "HEAD").strip()
     before = ((repo / ".git" / "index").read_bytes(), git(repo, "status", "--porcelain"),
               git(repo, "stash", "list"), git(repo, "symbolic-ref", "HEAD"), git(repo, "for-each-ref"))

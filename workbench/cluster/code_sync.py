@@ -2,7 +2,7 @@
 
 Each project has a bare repository on the cluster, ``<work_root>/repos/<project-key>.git``. A run:
 
-1. snapshots the working tree as a commit (``git_snapshot_commit``), kept locally on
+1. snapshots the working tree as a commit (``workbench.git.snapshot``), kept locally on
    ``refs/workbench/snapshots/<run_id>``;
 2. asks the cluster repository for its ``refs/workbench/*``: the commits it already has;
 3. bundles the run's commit minus those commits (``git bundle create … --not …``), so a project's
@@ -35,7 +35,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from workbench.cluster.errors import ClusterError
-from workbench.cluster.git_snapshot_commit import WorkingTreeCommit, commit_working_tree
+from workbench.git.errors import GitError
+from workbench.git.repository import NotARepository
+from workbench.git.snapshot import WorkingTreeCommit, commit_working_tree
 from workbench.tasks import CancelToken, Progress, ProgressCallback
 
 RUN_REFS = "refs/workbench/runs/"
@@ -70,7 +72,7 @@ class CodeSnapshot:
     """The project folder inside the checkout (the checkout itself unless the project is a
     sub-folder of its repository)."""
     untracked_skipped: list[str] = field(default_factory=list)
-    """Untracked files left out of the snapshot (too big for code; see git_snapshot_commit)."""
+    """Untracked files left out of the snapshot (too big for code; see workbench.git.snapshot)."""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -86,7 +88,7 @@ def ship_code(conn: Connection, project_dir: Path | str, profile, run_id: str, *
 
     report = progress or (lambda _: None)
     report(Progress("Taking a snapshot of the code", 0.0))
-    snapshot = commit_working_tree(project_dir, run_id)
+    snapshot = _commit_working_tree(project_dir, run_id)
     _check(cancel)
 
     report(Progress("Asking the cluster which commits it has", 0.1))
@@ -117,6 +119,20 @@ def ship_code(conn: Connection, project_dir: Path | str, profile, run_id: str, *
     return CodeSnapshot(commit=snapshot.commit, dirty=snapshot.dirty, snapshot_ref=snapshot.ref,
                         bytes_sent=bytes_sent, remote_repo=layout.repo, remote_checkout=checkout,
                         remote_project_dir=project_dir_remote, untracked_skipped=list(snapshot.untracked_skipped))
+
+
+def _commit_working_tree(project_dir: Path | str, run_id: str) -> WorkingTreeCommit:
+    """The run's snapshot commit; ClusterError (saying how to start) when there is no repository."""
+    try:
+        return commit_working_tree(project_dir, run_id)
+    except NotARepository:
+        raise ClusterError(
+            f"Cluster runs ship the code through Git, and {project_dir} is not in a Git repository. "
+            "Make it one (Source Control ▸ Initialise Repository, or `git init`), add a .gitignore "
+            "for data and run outputs, commit your code (`git add -A` and `git commit`), then run "
+            "on the cluster again.") from None
+    except GitError as exc:
+        raise ClusterError(str(exc)) from exc
 
 
 def ship_trainkit(conn: Connection, work_root: str, package_dir: Path | str | None = None) -> str:

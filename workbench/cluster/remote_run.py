@@ -147,7 +147,7 @@ class _Launch:
             resources: Resources, data_settings, resume_from: str | None = None,
             upload_checkpoint: Path | None = None) -> RunInfo:
         from workbench.cluster.code_sync import ship_code, ship_trainkit
-        from workbench.cluster.git_snapshot_commit import MAX_UNTRACKED_BYTES
+        from workbench.git.snapshot import COMMIT_MAX_UNTRACKED_BYTES
 
         write_text_atomically(self.folder.path / "cluster.json", json.dumps(self.profile.to_json(), indent=1) + "\n")
         conn = self.connect()
@@ -167,7 +167,7 @@ class _Launch:
             # Said at the start and kept on the run: the job runs without these files.
             self.info.warnings.append(
                 f"{path} was left out of the code sent to the cluster (untracked and over "
-                f"{MAX_UNTRACKED_BYTES // 1_000_000} MB, or a repository of its own): commit it, "
+                f"{COMMIT_MAX_UNTRACKED_BYTES // 1_000_000} MB, or a repository of its own): commit it, "
                 "or put it under a [cluster] data folder")
         self.check()
         self.report("trainkit", "Putting the training helpers on the cluster")

@@ -16,10 +16,10 @@ import sys
 import time
 from pathlib import Path
 
+from workbench.git.snapshot import take_snapshot
 from workbench.project.atomic_file import write_text_atomically
 from workbench.training.errors import TrainingError
 from workbench.training.hints import workbench_command
-from workbench.training.git_snapshot import take_snapshot
 from workbench.training.log_text import tail_text
 from workbench.training.processes import is_same_process, kill_run, stop_run
 from workbench.training.run_folder import RunFolder, create_run_folder

@@ -1,11 +1,15 @@
-"""What a run records of its code: commit, branch, dirty, and a patch that rebuilds it."""
+"""What a run records of its code: commit, branch, dirty, and a patch that rebuilds it; or the
+working tree as a snapshot commit kept on refs/workbench/snapshots/<run>."""
 
 from __future__ import annotations
 
 import subprocess
 
+import pytest
+
 from tests.git.conftest import git
-from workbench.training.git_snapshot import take_snapshot
+from workbench.git import GitError, NotARepository
+from workbench.git.snapshot import commit_working_tree, take_snapshot
 
 
 def test_a_folder_outside_git_records_no_commit(tmp_path):
@@ -55,3 +59,42 @@ def test_a_repository_without_commits_records_its_files_as_new(make_repo):
     snapshot = take_snapshot(repo)
     assert snapshot.commit is None and snapshot.branch == "main" and snapshot.dirty
     assert "+print(1)" in snapshot.patch
+
+
+def test_a_clean_tree_is_kept_as_head_on_the_run_ref(make_repo):
+    repo = make_repo(files={"train.py": "print(1)\n"})
+    head = git(repo, "rev-parse", "HEAD").strip()
+
+    snapshot = commit_working_tree(repo, "run-1")
+
+    assert (snapshot.commit, snapshot.dirty, snapshot.ref) == (head, False, "refs/workbench/snapshots/run-1")
+    assert git(repo, "rev-parse", "refs/workbench/snapshots/run-1").strip() == head
+
+
+def test_a_dirty_tree_becomes_a_commit_on_head_without_touching_index_or_head(make_repo):
+    repo = make_repo(files={"project/train.py": "print(1)\n", ".gitignore": "*.log\n"})
+    (repo / "project" / "train.py").write_text("print(2)\n")
+    (repo / "project" / "new_model.py").write_text("class Net: pass\n")
+    (repo / "project" / "notes.log").write_text("ignored\n")
+    head = git(repo, "rev-parse", "HEAD").strip()
+    # status first: it may refresh the index's stat data, which is not what is checked here.
+    before = (git(repo, "status", "--porcelain"), git(repo, "symbolic-ref", "HEAD"),
+              (repo / ".git" / "index").read_bytes())
+
+    snapshot = commit_working_tree(repo / "project", "run-2")
+
+    assert (git(repo, "status", "--porcelain"), git(repo, "symbolic-ref", "HEAD"),
+            (repo / ".git" / "index").read_bytes()) == before
+    assert snapshot.dirty and snapshot.project_subdir == "project"
+    assert git(repo, "rev-parse", f"{snapshot.commit}^").strip() == head
+    assert git(repo, "show", f"{snapshot.commit}:project/train.py") == "print(2)\n"
+    assert git(repo, "show", f"{snapshot.commit}:project/new_model.py") == "class Net: pass\n"
+    assert "notes.log" not in git(repo, "ls-tree", "-r", "--name-only", snapshot.commit)
+
+
+def test_a_commit_snapshot_needs_a_repository_and_a_run_id_that_names_a_ref(make_repo, tmp_path):
+    with pytest.raises(NotARepository):
+        commit_working_tree(tmp_path, "run-1")
+    repo = make_repo(files={"train.py": "print(1)\n"})
+    with pytest.raises(GitError, match="cannot name a Git ref"):
+        commit_working_tree(repo, "run 1..")
