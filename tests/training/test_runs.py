@@ -235,7 +235,7 @@ def test_the_supervisor_imports_only_the_standard_library_and_the_training_servi
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     outside = [name for name in loaded if name.split(".")[0] not in sys.stdlib_module_names
                and not name.startswith("workbench.training") and name not in
-               ("workbench", "workbench.project", "workbench.project.atomic_file",
+               ("workbench", "workbench.project", "workbench.platform", "workbench.platform.atomic_files",
                 "workbench.project.lazy_exports")]
     assert outside == []
 

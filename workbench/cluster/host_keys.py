@@ -135,7 +135,7 @@ def remember_host_key(key: UnknownHostKey | str, known_hosts: Path | None = None
     """Record a host key in Workbench's known_hosts (or ``known_hosts``): the key an
     UnknownHostKey reported (so exactly the key the user saw is trusted), or a known_hosts line.
     Returns the file. ~/.ssh/known_hosts is never written."""
-    from workbench.project.atomic_file import write_atomically
+    from workbench.platform.atomic_files import write_atomically
 
     line = key.known_hosts_line if isinstance(key, UnknownHostKey) else key.strip()
     if len(line.split()) < 3 or "\n" in line:

@@ -48,7 +48,7 @@ def read_choice(project_dir: Path | str) -> LastChoice:
 def remember_choice(project_dir: Path | str, profile: str, resources: dict, hparams_file: str | None,
                     overrides: list[str]) -> None:
     """Record this start's choices; does nothing where the project cannot be written."""
-    from workbench.project.atomic_file import write_text_atomically
+    from workbench.platform.atomic_files import write_text_atomically
     from workbench.project.project_file import ensure_state_dir
 
     choice = read_choice(project_dir)

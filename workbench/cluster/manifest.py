@@ -108,7 +108,7 @@ class HashCache:
         re-hashing next time, so a failure is logged, not raised."""
         if self.file is None or not self._changed:
             return
-        from workbench.project.atomic_file import write_text_atomically
+        from workbench.platform.atomic_files import write_text_atomically
         from workbench.project.project_file import ensure_state_dir
 
         try:

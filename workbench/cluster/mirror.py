@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench.project.atomic_file import write_text_atomically
+from workbench.platform.atomic_files import write_text_atomically
 from workbench.training.log_order import ArrivalRecorder
 from workbench.training.metrics import format_record, parse_metric_line
 from workbench.training.run_folder import RunFolder

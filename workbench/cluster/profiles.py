@@ -229,7 +229,7 @@ def _read(path: Path) -> dict[str, ClusterProfile]:
 
 
 def _write(path: Path, profiles: dict[str, ClusterProfile]) -> None:
-    from workbench.project.atomic_file import write_atomically
+    from workbench.platform.atomic_files import write_atomically
 
     lines = ["# Workbench's cluster profiles: edit with `workbench cluster add|edit|remove` or the",
              "# Cluster Profiles dialog. Passphrases are never stored here (OS keyring or ssh-agent).",

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from workbench.cluster.errors import ClusterError
 from workbench.cluster.jobs import JobSpec, Resources, get_backend
-from workbench.project.atomic_file import write_text_atomically
+from workbench.platform.atomic_files import write_text_atomically
 from workbench.tasks import Cancelled, CancelToken, Progress
 from workbench.training.errors import TrainingError
 from workbench.training.hints import workbench_command

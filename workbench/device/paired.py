@@ -207,7 +207,7 @@ class PairedDevices:
     def _editing(self) -> Iterator[dict]:
         """The file's data to change in place; written back atomically when the block ends,
         with other processes kept out meanwhile."""
-        from workbench.project.atomic_file import write_atomically
+        from workbench.platform.atomic_files import write_atomically
 
         try:
             self.config_dir.mkdir(parents=True, exist_ok=True)

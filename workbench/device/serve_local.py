@@ -184,7 +184,7 @@ def _start(port: int, name: str, timeout: float) -> LocalAgent:
     agent = LocalAgent(pid=process.pid, host=str(listening["host"]), port=int(listening["port"]),
                        device_id=str(listening["device_id"]), name=str(listening["name"]),
                        data_dir=str(data_dir), started_at=now_iso(), started=True)
-    from workbench.project.atomic_file import write_text_atomically
+    from workbench.platform.atomic_files import write_text_atomically
 
     write_text_atomically(record_file(), json.dumps(
         {k: v for k, v in agent.to_json().items() if k not in ("started", "paired", "paired_now", "address")},

@@ -14,7 +14,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from workbench.project.atomic_file import write_atomically
+from workbench.platform.atomic_files import write_atomically
 
 HOT_EXIT_FOLDER = Path(".workbench") / "hot-exit"
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.editor.errors import EditorError
-from workbench.project.atomic_file import write_atomically
+from workbench.platform.atomic_files import write_atomically
 
 # A NUL byte this early means a binary file (images, archives, model weights): showing it as
 # text would only mislead.

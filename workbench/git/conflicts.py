@@ -7,15 +7,14 @@ The conflicted files come from the index (``git ls-files -u``: the stages 1 base
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
 from workbench.git.errors import GitError
 from workbench.git.repository import Repository
+from workbench.platform.atomic_files import write_text_atomically
 
 Side = Literal["ours", "theirs"]
 HunkChoice = Literal["ours", "theirs", "both"]
@@ -247,7 +246,8 @@ def resolve_hunk(repo: Repository, path: str | Path, index: int, choice: HunkCho
     (the other hunks keep their markers). Returns how many hunks are left in the file; the file
     is not marked resolved (``mark_resolved``) so the result can be reviewed first."""
     text = resolve_hunk_text(_read(repo, path), index, choice)
-    _write_atomically(repo.root / _relative(repo, path), text)
+    # surrogateescape: bytes that are not UTF-8 go back exactly as they were read.
+    write_text_atomically(repo.root / _relative(repo, path), text, errors="surrogateescape")
     return len(parse_conflicts(text))
 
 
@@ -366,21 +366,6 @@ def _read(repo: Repository, path: str | Path) -> str:
     except FileNotFoundError:
         raise GitError(f"{relative} is not in the working tree (it was deleted on one side). "
                        "Take ours or theirs for the whole file.") from None
-
-
-def _write_atomically(file: Path, text: str) -> None:
-    mode = file.stat().st_mode & 0o7777
-    handle, temporary = tempfile.mkstemp(dir=file.parent, prefix=f".{file.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", errors="surrogateescape", newline="") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, file)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def _range(start: int, lines: list[str]) -> LineRange:

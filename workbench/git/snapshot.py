@@ -24,7 +24,7 @@ from pathlib import Path
 
 from workbench.git.errors import GitError
 from workbench.git.repository import NotARepository, Repository, open_repository
-from workbench.project.atomic_file import write_text_atomically
+from workbench.platform.atomic_files import write_text_atomically
 
 # Untracked files bigger than this (data, weights) are not put in a run's patch; they are listed.
 PATCH_MAX_UNTRACKED_BYTES = 1_000_000

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from workbench.modeltools.errors import ModelToolError
+from workbench.platform.atomic_files import move_into_place
 
 PARTIAL_SUFFIX = ".partial"
 
@@ -92,11 +93,11 @@ def atomic_output(target: Path, overwrite: bool = True) -> Iterator[Path]:
         yield temporary
         if not temporary.exists():
             raise ModelToolError(f"nothing was written for {target}")
-        with open(temporary, "rb+") as written:
-            os.fsync(written.fileno())
         if overwrite:
-            os.replace(temporary, target)
+            move_into_place(temporary, target)
         else:
+            with open(temporary, "rb+") as written:
+                os.fsync(written.fileno())
             _rename_without_replacing(temporary, target)
     finally:
         with contextlib.suppress(FileNotFoundError):

@@ -1,4 +1,9 @@
-"""Writes that are never seen half-done: a temporary file beside the target, fsync, rename."""
+"""Writes that are never seen half-done: a temporary file beside the target, fsync, rename, and
+an fsync of the folder so the rename itself survives a power cut.
+
+``device_sdk`` and ``workbench_trainkit`` keep copies of their own: they are installed without
+Workbench.
+"""
 
 from __future__ import annotations
 
@@ -19,7 +24,8 @@ def write_atomically(path: Path | str, data: bytes, mode: int | None = None) -> 
     # Not tempfile.mkstemp: importing tempfile costs more than a window's whole start-up budget
     # for this; O_EXCL with a random name gives the same guarantee.
     tmp_name = str(path.parent / f".{path.name}.{os.urandom(6).hex()}.tmp")
-    fd = os.open(tmp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    fd = os.open(tmp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+                 | getattr(os, "O_BINARY", 0), 0o600)
     try:
         with os.fdopen(fd, "wb") as tmp:
             tmp.write(data)
@@ -33,13 +39,35 @@ def write_atomically(path: Path | str, data: bytes, mode: int | None = None) -> 
         except FileNotFoundError:
             pass
         raise
-    # The rename itself must reach the disk too, or a power cut can bring the old file back.
-    dir_fd = os.open(path.parent, os.O_RDONLY)
+    sync_folder(path.parent)
+
+
+def write_text_atomically(path: Path | str, text: str, encoding: str = "utf-8",
+                          errors: str = "strict") -> None:
+    """``write_atomically`` for text, encoded with ``encoding`` and ``errors`` (line endings
+    are written as they are in ``text``)."""
+    write_atomically(path, text.encode(encoding, errors))
+
+
+def move_into_place(written: Path | str, target: Path | str) -> None:
+    """Make the finished file ``written`` (in ``target``'s folder) become ``target``: its data
+    reaches the disk before the rename, and the rename before this returns."""
+    with open(written, "rb+") as handle:
+        os.fsync(handle.fileno())
+    os.replace(written, target)
+    sync_folder(Path(target).parent)
+
+
+def sync_folder(folder: Path | str) -> None:
+    """Make the names last changed in ``folder`` (a rename into it) reach the disk. Nothing
+    where folders cannot be opened (Windows: a rename is durable there once it returns)."""
+    try:
+        dir_fd = os.open(folder, os.O_RDONLY)
+    except (PermissionError, IsADirectoryError):
+        return
     try:
         os.fsync(dir_fd)
+    except OSError:
+        pass  # some file systems cannot sync a folder; the rename still happened
     finally:
         os.close(dir_fd)
-
-
-def write_text_atomically(path: Path | str, text: str, encoding: str = "utf-8") -> None:
-    write_atomically(path, text.encode(encoding))

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench.project.atomic_file import write_text_atomically
+from workbench.platform.atomic_files import write_text_atomically
 from workbench.project.errors import ProjectError
 
 PROJECT_FILE = "workbench.toml"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from workbench.project.atomic_file import write_text_atomically
+from workbench.platform.atomic_files import write_text_atomically
 
 RECENT_FILE = "recent.json"
 MAX_RECENT = 20

@@ -16,7 +16,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench.project.atomic_file import write_text_atomically
+from workbench.platform.atomic_files import write_text_atomically
 from workbench.project.errors import ProjectError
 from workbench.project.project_file import PROJECT_FILE, Project, is_writable, load_project
 from workbench.project.resources import templates_dir as bundled_templates_dir

@@ -10,7 +10,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from workbench.project.atomic_file import write_text_atomically
+from workbench.platform.atomic_files import write_text_atomically
 from workbench.project.project_file import STATE_DIR, Project, ensure_state_dir
 
 WINDOW_STATE_FILE = "window-state.json"

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from workbench.git.snapshot import take_snapshot
-from workbench.project.atomic_file import write_text_atomically
+from workbench.platform.atomic_files import write_text_atomically
 from workbench.training.errors import TrainingError
 from workbench.training.hints import workbench_command
 from workbench.training.log_text import tail_text
@@ -251,6 +251,6 @@ def keep_metrics_up_to(path: Path, step: int, into: Path | None = None) -> None:
             kept.append(line)
     target = into or path
     if kept or target.exists():
-        from workbench.project.atomic_file import write_atomically
+        from workbench.platform.atomic_files import write_atomically
 
         write_atomically(target, b"".join(kept))

@@ -22,7 +22,7 @@ import os
 import time
 from pathlib import Path
 
-from workbench.project.atomic_file import write_text_atomically
+from workbench.platform.atomic_files import write_text_atomically
 from workbench.training.errors import TrainingError
 from workbench.training.run_info import LATEST_CHECKPOINT, RunInfo
 

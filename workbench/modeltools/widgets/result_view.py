@@ -420,7 +420,7 @@ class ResultView(QWidget):
         return str((self.export_folder or Path.home()) / safe)
 
     def _write(self, path: str, text: str) -> str:
-        from workbench.project.atomic_file import write_text_atomically
+        from workbench.platform.atomic_files import write_text_atomically
 
         write_text_atomically(Path(path), text)
         self.sig_exported.emit(str(path))
