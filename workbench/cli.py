@@ -19,7 +19,8 @@ from workbench import __version__
 from workbench.ipc import messages
 from workbench.ipc.client import HubClient
 from workbench.app.open_project import OpenError, check_project, project_root_for, start_project_window
-from workbench.ipc.errors import IpcError, RpcError
+from workbench.clikit import CommandFailed, emit, user_message
+from workbench.ipc.errors import IpcError
 
 # Capabilities, even workbench.project, are imported inside the commands that use them: every
 # millisecond spent here delays the window of `workbench open` when no hub runs yet.
@@ -35,13 +36,6 @@ CAPABILITY_GROUPS: dict[str, str] = {
 }
 
 HUB_START_TIMEOUT_S = 15.0
-
-
-class CliError(click.ClickException):
-    """Printed as one line ``workbench: message`` with exit status 1."""
-
-    def show(self, file=None) -> None:
-        click.echo(f"workbench: {self.format_message()}", err=True)
 
 
 class LazyGroup(click.Group):
@@ -62,45 +56,10 @@ class LazyGroup(click.Group):
         except click.ClickException:
             raise
         except Exception as exc:
-            message = _user_message(exc)
+            message = user_message(exc)
             if message is None:
                 raise
-            raise CliError(message) from None
-
-
-# Each capability's error type, whose message is meant for the user.
-_CAPABILITY_ERRORS = (
-    ("workbench.project.errors", "ProjectError"),
-    ("workbench.git.errors", "GitError"),
-    ("workbench.training.errors", "TrainingError"),
-    ("workbench.cluster.errors", "ClusterError"),
-    ("workbench.modeltools.errors", "ModelToolError"),
-    ("workbench.device.errors", "DeviceError"),
-)
-
-
-def _user_message(exc: Exception) -> str | None:
-    """The one-line message of an error the user can act on; None for a bug (full traceback)."""
-    if isinstance(exc, RpcError):
-        return exc.message
-    if isinstance(exc, IpcError):
-        return str(exc)
-    for module_name, class_name in _CAPABILITY_ERRORS:
-        # Only a loaded module can have raised its error: importing it here would slow every
-        # failing command.
-        module = sys.modules.get(module_name)
-        if module is not None and isinstance(exc, getattr(module, class_name)):
-            return str(exc)
-    return None
-
-
-def _emit(data: object, as_json: bool, text: str) -> None:
-    if as_json:
-        import json
-
-        click.echo(json.dumps(data, indent=2))
-    else:
-        click.echo(text)
+            raise CommandFailed(message) from None
 
 
 def _has_display() -> bool:
@@ -110,7 +69,7 @@ def _has_display() -> bool:
 
 def _require_display() -> None:
     if not _has_display():
-        raise CliError(
+        raise CommandFailed(
             "there is no display here (DISPLAY is not set). Run the app under a virtual one with "
             "`xvfb-run -a workbench`, or render a window to a file with `workbench screenshot -o welcome.png`."
         )
@@ -151,7 +110,7 @@ def _wait_for_hub(process) -> HubClient:
         if process.poll() not in (None, 0):
             break
         time.sleep(0.03)
-    raise CliError(f"the hub did not start; see {hub_log_path()}")
+    raise CommandFailed(f"the hub did not start; see {hub_log_path()}")
 
 
 @click.group(cls=LazyGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
@@ -202,7 +161,7 @@ def open_command(path: Path, line: int | None, as_json: bool) -> None:
             result = hub.call(messages.HUB_OPEN_PROJECT,
                               {"path": str(root), "file": str(file) if file else None, "line": line})
     verb = "Focused" if result.get("already_open") else "Opened"
-    _emit(result, as_json, f"{verb} {root} (pid {result['pid']})")
+    emit(result, as_json, f"{verb} {root} (pid {result['pid']})")
 
 
 def _project_root_for(path: Path) -> tuple[Path, Path | None]:
@@ -210,7 +169,7 @@ def _project_root_for(path: Path) -> tuple[Path, Path | None]:
     try:
         return project_root_for(path)
     except OpenError as exc:
-        raise CliError(str(exc)) from None
+        raise CommandFailed(str(exc)) from None
 
 
 @cli.command("new")
@@ -227,7 +186,7 @@ def new_command(ctx: click.Context, path: Path, template: str, name: str | None,
 
     project = create_from_template(template, path.expanduser().absolute(), name)
     repository = (project.root / ".git").is_dir()  # made one: it was in no repository
-    _emit({"path": str(project.root), "name": project.name, "template": template, "new_repository": repository},
+    emit({"path": str(project.root), "name": project.name, "template": template, "new_repository": repository},
           as_json, f"Created {project.name} from the {template} template in {project.root}"
           + (", with its files as the first commit of a new Git repository" if repository else ""))
     if open_after:
@@ -242,7 +201,7 @@ def templates_command(as_json: bool) -> None:
 
     templates = list_templates()
     data = [{"name": t.name, "title": t.title, "description": t.description} for t in templates]
-    _emit(data, as_json, "\n".join(f"{t.name:12} {t.title}: {t.description}" for t in templates))
+    emit(data, as_json, "\n".join(f"{t.name:12} {t.title}: {t.description}" for t in templates))
 
 
 @cli.command("windows")
@@ -252,11 +211,11 @@ def windows_command(as_json: bool, include_spares: bool) -> None:
     """List the windows the running hub knows: pid, kind, project and state."""
     hub = _connect_hub()
     if hub is None:
-        raise CliError("no Workbench hub is running. Start one with `workbench`.")
+        raise CommandFailed("no Workbench hub is running. Start one with `workbench`.")
     with hub:
         windows = hub.call(messages.HUB_LIST_WINDOWS, {"all": include_spares})["windows"]
     lines = [f"{w['pid']:>8}  {w['kind']:8} {w['state']:12} {w['project'] or ''}" for w in windows]
-    _emit(windows, as_json, "\n".join(lines) if lines else "No windows are open.")
+    emit(windows, as_json, "\n".join(lines) if lines else "No windows are open.")
 
 
 @cli.command("screenshot")
@@ -270,7 +229,7 @@ def screenshot_command(path: Path | None, output: Path, size: str) -> None:
     try:
         width, height = (int(v) for v in size.lower().split("x"))
     except ValueError:
-        raise CliError(f"--size must look like 1200x780, not {size!r}.") from None
+        raise CommandFailed(f"--size must look like 1200x780, not {size!r}.") from None
     if path is not None:
         root, file = _project_root_for(path.expanduser().resolve())
         check_project(root)

@@ -19,7 +19,7 @@ from workbench import extensions
 from workbench.cli import cli
 from workbench.extensions import Extensions
 from workbench.modeltools import Param, ToolSpec, registry
-from workbench.modeltools.cli import ProgressLine
+from workbench.clikit import ProgressLine
 
 pytestmark = pytest.mark.slow
 

@@ -2,9 +2,9 @@
 
 The subcommands are generated from the tools' declarations (``ToolSpec``, plugins' tools
 included), and the values go through ``ToolSpec.resolve``, so the CLI and the tool window take
-the same parameters and check them the same way. Errors are ModelToolError; the ``workbench``
-command prints them as one line and exits 1 (with ``--json``, stdout gets them as a JSON object
-too). A cancel (Ctrl+C) exits 130, as shells expect after SIGINT.
+the same parameters and check them the same way. Progress, Ctrl+C, errors and ``--json`` are the
+CLI kit's (workbench.clikit): an error (ModelToolError) is one line and exit status 1 (with
+``--json``, stdout gets ``{"error": …, "tool": …}`` too); a cancel (Ctrl+C) exits 130.
 
 Start-up: listing the tools imports their declarations only, never torch or onnxruntime (a tool
 imports those inside its run function, in the job process).
@@ -13,16 +13,14 @@ imports those inside its run function, in the job process).
 from __future__ import annotations
 
 import functools
-import json
-import os
 import shutil
-import signal
 import sys
 import textwrap
-import threading
 from pathlib import Path
 
 import click
+
+from workbench.clikit import CtrlC, ProgressLine, emit, print_json, reported_errors
 
 _CONTEXT = {"help_option_names": ["-h", "--help"]}
 _METAVARS = {"str": "TEXT", "int": "N", "float": "NUMBER", "path": "PATH", "paths": "PATH",
@@ -33,8 +31,6 @@ POLL_S = 0.05
 LIST_USAGE_WIDTH = 26
 # Columns of the argument descriptions in a tool's --help (click's own text is at most 80 wide).
 HELP_WIDTH = 76
-# The exit status after a cancel: 128 + SIGINT, what shells report for a command Ctrl+C ended.
-CANCELLED_STATUS = 128 + signal.SIGINT
 
 
 def _tools() -> dict:
@@ -90,7 +86,7 @@ def list_command(as_json: bool) -> None:
     """List the model tools (plugins' too) with their parameters."""
     tools = list(_tools().values())
     if as_json:
-        click.echo(json.dumps([spec.to_json() for spec in tools], indent=2))
+        print_json([spec.to_json() for spec in tools])
         return
     columns = max(40, shutil.get_terminal_size().columns - 1)
     blocks = []
@@ -187,23 +183,15 @@ def tool_command(spec) -> click.Command:
 
 
 def _run_command(spec, as_json: bool, project: Path | None, **given) -> None:
-    from workbench.modeltools.errors import ModelToolError, ToolCancelled
+    from workbench.modeltools.errors import ToolCancelled
+    from workbench.tasks import Cancelled
 
-    try:
-        report = _run(spec, project, given)
-    except ToolCancelled as exc:
-        if as_json:
-            _print_error(spec, exc, cancelled=True)
-        click.echo(f"workbench: {exc}", err=True)
-        raise SystemExit(CANCELLED_STATUS) from None
-    except ModelToolError as exc:
-        if as_json:  # the one-line message on stderr follows, as without --json
-            _print_error(spec, exc)
-        raise
-    if as_json:
-        click.echo(json.dumps(report.to_json(), indent=2))
-    else:
-        click.echo(report.to_text())
+    with reported_errors(as_json, {"tool": spec.name}):
+        try:
+            report = _run(spec, project, given)
+        except ToolCancelled as exc:
+            raise Cancelled(str(exc)) from None
+    emit(report.to_json(), as_json, report.to_text())
 
 
 def _run(spec, project: Path | None, given: dict):
@@ -219,22 +207,10 @@ def _run(spec, project: Path | None, given: dict):
             raise ModelToolError(f"{project} is not a Workbench project (it has no workbench.toml); "
                                  "give the project's folder with --project")
     invocation = ToolInvocation(spec.name, values, str(project) if project else None)
-    return run_in_job(invocation, ProgressLine(sys.stderr, _is_terminal(sys.stderr)))
+    return run_in_job(invocation, ProgressLine(sys.stderr))
 
 
-def _print_error(spec, error: Exception, cancelled: bool = False) -> None:
-    """An error as the one JSON object --json promises on stdout."""
-    data = {"error": str(error), "tool": spec.name}
-    if cancelled:
-        data["cancelled"] = True
-    click.echo(json.dumps(data, indent=2))
-
-
-def _is_terminal(stream) -> bool:
-    return stream.isatty() and os.environ.get("TERM") != "dumb"
-
-
-def run_in_job(invocation, progress: "ProgressLine"):
+def run_in_job(invocation, progress: ProgressLine):
     """Run the invocation in a job process, showing its progress; its ToolReport.
 
     Why a job process and not run_tool here: the job may sit in one long C call (MNN's converter,
@@ -251,7 +227,8 @@ def run_in_job(invocation, progress: "ProgressLine"):
     news: queue.SimpleQueue = queue.SimpleQueue()
     job = ToolJob(on_event=lambda event: news.put(event),
                   on_stderr=lambda line: news.put({"event": "stderr", "text": line}))
-    presses = _CtrlC()
+    # This process only waits on the job, so the presses are counted and acted on here.
+    presses = CtrlC(interrupt_at=None)
     with presses:
         try:
             job.start(invocation)
@@ -261,7 +238,7 @@ def run_in_job(invocation, progress: "ProgressLine"):
                 if presses.count > handled:
                     handled = presses.count
                     if handled == 1:
-                        progress.on_log({"text": "Cancelling… (Ctrl+C again stops it at once)"})
+                        progress.log("Cancelling… (Ctrl+C again stops it at once)")
                         job.cancel()
                     else:
                         job.kill()
@@ -275,7 +252,7 @@ def run_in_job(invocation, progress: "ProgressLine"):
                 job.kill()
 
 
-def _show(news, progress: "ProgressLine", timeout: float) -> None:
+def _show(news, progress: ProgressLine, timeout: float) -> None:
     """Everything the job said, waiting up to ``timeout`` for the first of it."""
     import queue
 
@@ -286,98 +263,3 @@ def _show(news, progress: "ProgressLine", timeout: float) -> None:
             event = news.get_nowait()
     except queue.Empty:
         pass
-
-
-class _CtrlC:
-    """Counts Ctrl+C presses (SIGINT) while in use, instead of raising KeyboardInterrupt."""
-
-    def __init__(self):
-        self.count = 0
-        self._previous = None
-
-    def __enter__(self) -> "_CtrlC":
-        if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._pressed)
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
-
-    def _pressed(self, signum, frame) -> None:
-        self.count += 1
-
-
-class ProgressLine:
-    """A job's progress on ``stream`` (stderr). On a terminal: one line redrawn in place with the
-    stage, a bar and the percentage, and the log printed above it. Elsewhere (a pipe, a file, CI):
-    one line as each stage begins, and the log."""
-
-    BAR = 20
-
-    def __init__(self, stream, interactive: bool):
-        self.stream = stream
-        self.interactive = interactive
-        self.stage = ""
-        self.index = -1
-        self.count = 0
-        self.fraction = 0.0
-        self._drawn = ""
-
-    def handle(self, event: dict) -> None:
-        handler = getattr(self, f"on_{event.get('event')}", None)
-        if handler is not None:
-            handler(event)
-
-    def on_stage(self, event: dict) -> None:
-        self.stage, self.index, self.count = str(event.get("name", "")), event.get("index", -1), event.get("count", 0)
-        self.fraction = 0.0
-        if self.interactive:
-            self._draw()
-        else:
-            self._write(self._stage_label() + "\n")
-
-    def on_progress(self, event: dict) -> None:
-        self.fraction = float(event.get("fraction", 0.0))
-        if self.interactive:
-            self._draw()
-
-    def on_log(self, event: dict) -> None:
-        text = str(event.get("text", ""))
-        if self.interactive and self._drawn:
-            self._write("\r\x1b[K" + text + "\n" + self._drawn)
-        else:
-            self._write(text + "\n")
-
-    on_stderr = on_log
-
-    def close(self) -> None:
-        """Clear the progress line, so the report starts on a clean line."""
-        if self.interactive and self._drawn:
-            self._write("\r\x1b[K")
-            self._drawn = ""
-
-    def _stage_label(self) -> str:
-        if self.index is not None and self.index >= 0 and self.count:
-            return f"[{self.index + 1}/{self.count}] {self.stage}"
-        return self.stage
-
-    def _percent(self) -> float:
-        if self.index is not None and self.index >= 0 and self.count:
-            return 100.0 * (self.index + self.fraction) / self.count
-        return 100.0 * self.fraction
-
-    def _draw(self) -> None:
-        percent = self._percent()
-        filled = round(self.BAR * percent / 100)
-        line = f"{self._stage_label()} [{'#' * filled}{'-' * (self.BAR - filled)}] {percent:3.0f}%"
-        # Longer than the terminal, it would wrap and \r could no longer redraw it.
-        line = line[:max(10, shutil.get_terminal_size().columns - 1)]
-        drawn = "\r" + line + "\x1b[K"
-        if drawn != self._drawn:
-            self._drawn = drawn
-            self._write(drawn)
-
-    def _write(self, text: str) -> None:
-        self.stream.write(text)
-        self.stream.flush()
