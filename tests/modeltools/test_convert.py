@@ -483,7 +483,7 @@ def test_an_onnx_model_is_already_converted(digits_onnx, tmp_path):
 
 
 def test_a_model_too_big_for_one_onnx_file_is_refused_clearly(digits_project, monkeypatch):
-    from workbench.modeltools import convert as convert_module
+    from workbench.modeltools.conversion import onnx_file as convert_module
 
     monkeypatch.setattr(convert_module, "ONE_FILE_LIMIT_BYTES", 100_000)
     with pytest.raises(ModelToolError) as caught:
@@ -544,7 +544,7 @@ def test_the_declaration_offers_convert_on_pytorch_files():
 
 
 def test_verification_compares_with_nans_and_infinities_in_the_same_places():
-    from workbench.modeltools.convert import _differences
+    from workbench.modeltools.conversion.verification import differences as _differences
 
     reference = np.array([1.0, np.nan, np.inf, 2.0])
     assert _differences(reference, np.array([1.5, np.nan, np.inf, 2.0])).tolist() == [0.5, 0, 0, 0]
@@ -558,7 +558,7 @@ def test_known_harmless_exporter_messages_are_dropped_and_real_ones_kept(capfd):
     without torch's glog-style prefix."""
     import logging
 
-    from workbench.modeltools.convert import captured_output
+    from workbench.modeltools.library_output import captured_output
 
     lines: list[str] = []
     registration = logging.getLogger("torch.onnx._internal.exporter._registration")

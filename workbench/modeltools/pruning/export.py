@@ -32,7 +32,7 @@ def export_onnx(model, example, target: Path, what: str,
     goes to ``log``, as Convert's does, without the messages known to be harmless."""
     import torch
 
-    from workbench.modeltools.convert import captured_output
+    from workbench.modeltools.library_output import captured_output
 
     name = input_name(model)
     model.eval()
@@ -83,7 +83,7 @@ def save_program(program, target: Path) -> None:
     """Write a torch.export program; load it again with ``torch.export.load(path).module()``."""
     import torch
 
-    from workbench.modeltools.convert import harmless_messages_dropped
+    from workbench.modeltools.library_output import harmless_messages_dropped
 
     # A file object: torch.export.save wants names ending in .pt2, the temporary one does not.
     with open(target, "wb") as stream, harmless_messages_dropped():
