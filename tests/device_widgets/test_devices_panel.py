@@ -75,7 +75,7 @@ def test_killing_the_agent_mid_verify_shows_its_message_in_the_banner(paired_win
     assert panel.select_device(phone.address)
 
     panel.verify(samples=64, bench_runs=100_000)
-    qtbot.waitUntil(lambda: panel.status.text().startswith("Benchmarking on"), timeout=TIMEOUT_MS)
+    qtbot.waitUntil(lambda: panel.status.full_text().startswith("Benchmarking on"), timeout=TIMEOUT_MS)
     assert not panel.verify_button.isEnabled() and panel.cancel_button.isEnabled()
     with qtbot.waitSignal(session.sig_error, timeout=TIMEOUT_MS):
         phone.kill()

@@ -117,14 +117,14 @@ def test_push_sends_the_model_selected_in_the_models_panel_once(paired_window,
     size = project_model.stat().st_size
     assert panel.model_path == project_model
     assert pushed.args[0].sent == size and not pushed.args[0].skipped
-    assert panel.status.text().startswith("Pushed model.onnx (")
+    assert panel.status.full_text().startswith("Pushed model.onnx (")
     with DeviceLink.open(phone.address) as link:
         assert link.has(project_model)
 
     with qtbot.waitSignal(session.sig_pushed, timeout=TIMEOUT_MS) as again:
         qtbot.mouseClick(panel.push_button, Qt.MouseButton.LeftButton)
     assert again.args[0].sent == 0 and again.args[0].skipped
-    assert panel.status.text() == "The device has model.onnx already: nothing sent"
+    assert panel.status.full_text() == "The device has model.onnx already: nothing sent"
     assert not panel.banner.isVisible()
 
 

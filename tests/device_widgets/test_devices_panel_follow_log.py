@@ -32,7 +32,7 @@ def test_selecting_another_device_stops_following_and_says_so(paired_window, dig
     assert panel.select_device(board["address"])
     assert not panel.follow_button.isChecked() and not session.is_busy(LOGS_KEY)
     assert panel.log_view.toPlainText().splitlines()[-1] == "— stopped following Bench Phone —"
-    assert "Stopped following Bench Phone" in panel.status.text()
+    assert "Stopped following Bench Phone" in panel.status.full_text()
 
 
 def test_verifying_names_the_device(paired_window, digits_project, project_model, qtbot):

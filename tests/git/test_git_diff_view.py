@@ -8,11 +8,12 @@ from PySide6.QtCore import Qt
 
 from tests.git.conftest import git
 from workbench.editor.highlighting import LineLexer
+from workbench.git import diff_rows as diff_rows_module
 from workbench.git.diff import INDEX_VS_HEAD, WORKTREE_VS_INDEX, parse_diff
+from workbench.git.diff_rows import ADDED, FILLER, HEADER, REMOVED
 from workbench.git.repository import open_repository
 from workbench.git.widgets import diff_view as diff_view_module
 from workbench.git.widgets.diff_panes import CURRENT_HEADER, INTRALINE_BACKGROUNDS, ROW_BACKGROUNDS
-from workbench.git.widgets.diff_rows import ADDED, FILLER, HEADER, REMOVED
 from workbench.git.widgets.diff_view import INLINE, SIDE_BY_SIDE, DiffView, open_diff_tab
 from workbench.qt.tasks import TaskRunner
 
@@ -259,9 +260,10 @@ def test_a_ten_thousand_line_diff_is_built_with_bounded_work(qtbot, make_repo, w
     monkeypatch.setattr(LineLexer, "lex_line", lambda self, text, state=None: lexed.append(1)
                         or original(self, text, state))
     builds = []
-    original_rows = diff_view_module.side_by_side_rows
-    monkeypatch.setattr(diff_view_module, "side_by_side_rows", lambda diff: builds.append(1)
-                        or original_rows(diff))
+    original_rows = diff_rows_module.side_by_side_rows
+    # Built by load_diff in the worker, or by the view when it switches modes.
+    for module in (diff_rows_module, diff_view_module):
+        monkeypatch.setattr(module, "side_by_side_rows", lambda diff: builds.append(1) or original_rows(diff))
     view = open_view(qtbot, window, root, path="big.py")
     rows = len(view.right.rows)
     assert rows == count + 2  # the header, one context line and the added lines
@@ -296,7 +298,7 @@ def test_a_long_hunk_context_never_makes_the_view_wider(qtbot, make_repo, window
     # git cuts the context after its @@ to 80 characters; other tools and old gits do not.
     text = (f"diff --git a/m.py b/m.py\n--- a/m.py\n+++ b/m.py\n@@ -1,3 +1,3 @@ {LONG_CONTEXT}\n"
             "     one = 1\n-    two = 2\n+    two = 'two'\n     three = 3\n")
-    monkeypatch.setattr(diff_view_module, "diff_file", lambda *args, **kwargs: parse_diff(text)[0])
+    monkeypatch.setattr(diff_rows_module, "diff_file", lambda *args, **kwargs: parse_diff(text)[0])
     view = open_view(qtbot, window, long_context_repo(make_repo), path="m.py")
     assert len(view.diff.hunks[0].section) > 400
     label = view._hunk_label

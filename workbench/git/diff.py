@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -315,12 +316,14 @@ def _finish(diff: FileDiff, line_count: int) -> None:
         mark_intraline(hunk.lines)
 
 
-def mark_intraline(lines: list[DiffLine]) -> None:
-    """Pair each block of removed lines with the added lines that follow it, in order, and mark
-    the characters that changed within each pair."""
+def change_blocks(lines: list[DiffLine]) -> Iterator[tuple[int, int, int]]:
+    """Each block of changed lines of a hunk as ``(start, middle, end)``: the removed lines
+    ``lines[start:middle]`` and the added lines ``lines[middle:end]`` that follow them (either
+    part may be empty). Removed and added lines are paired in order: ``start + k`` with
+    ``middle + k``."""
     i, count = 0, len(lines)
     while i < count:
-        if lines[i].kind != "-":
+        if lines[i].kind not in ("-", "+"):
             i += 1
             continue
         start = i
@@ -329,7 +332,14 @@ def mark_intraline(lines: list[DiffLine]) -> None:
         middle = i
         while i < count and lines[i].kind == "+":
             i += 1
-        for old, new in zip(lines[start:middle], lines[middle:i]):
+        yield start, middle, i
+
+
+def mark_intraline(lines: list[DiffLine]) -> None:
+    """Pair each block of removed lines with the added lines that follow it, in order, and mark
+    the characters that changed within each pair."""
+    for start, middle, end in change_blocks(lines):
+        for old, new in zip(lines[start:middle], lines[middle:end]):
             old.intraline, new.intraline = changed_ranges(old.text, new.text)
 
 

@@ -1,4 +1,5 @@
-"""The rows a diff view shows, built from a ``FileDiff`` in one pass and without Qt.
+"""The rows a diff view shows, built from a ``FileDiff`` in one pass and without Qt, and
+``load_diff``, which reads a file's diff and builds them (in a worker thread).
 
 Side by side, both panes have the same rows: a header row per hunk, then context lines on both
 sides, and each block of removed lines paired with the added lines that follow it; where one side
@@ -14,9 +15,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from workbench.git.diff import DiffLine, FileDiff
+from workbench.git.diff import (COMMITS, DiffLine, FileDiff, change_blocks, diff_commits, diff_file,
+                                 empty_tree)
+from workbench.git.repository import Repository
+from workbench.tasks import CancelToken
 
 HEADER, CONTEXT, REMOVED, ADDED, FILLER = "h", " ", "-", "+", "f"
+SIDE_BY_SIDE, INLINE = "side-by-side", "inline"
+MODES = (SIDE_BY_SIDE, INLINE)
 
 # Characters Qt's text document would take for a line or block break, which would shift the rows.
 # A trailing "\r" of a CRLF file is dropped; the others become spaces so offsets stay put.
@@ -97,24 +103,13 @@ def side_by_side_rows(diff: FileDiff) -> tuple[PaneRows, PaneRows]:
         left.header(hunk.header)
         right.header(hunk.header)
         lines = hunk.lines
-        i, count = 0, len(lines)
-        while i < count:
-            line = lines[i]
-            if line.kind == " ":
-                _map_row(row_map, hunk_index, i, i)
-                left.line(CONTEXT, line.text, line.old_no, None, line)
-                right.line(CONTEXT, line.text, None, line.new_no, line)
-                i += 1
-                continue
+        context_from = 0
+        for start, middle, end in change_blocks(lines):
+            _context_rows(row_map, hunk_index, lines, context_from, start, left, right)
+            context_from = end
             # A block of removed lines and the added lines after it, paired row by row.
-            start = i
-            while i < count and lines[i].kind == "-":
-                i += 1
-            middle = i
-            while i < count and lines[i].kind == "+":
-                i += 1
             row_map.change_rows.append(len(row_map.hunks))
-            removed, added = middle - start, i - middle
+            removed, added = middle - start, end - middle
             for k in range(max(removed, added)):
                 old = start + k if k < removed else -1
                 new = middle + k if k < added else -1
@@ -127,7 +122,17 @@ def side_by_side_rows(diff: FileDiff) -> tuple[PaneRows, PaneRows]:
                     right.line(ADDED, lines[new].text, None, lines[new].new_no, lines[new])
                 else:
                     right.filler()
+        _context_rows(row_map, hunk_index, lines, context_from, len(lines), left, right)
     return left.finish(), right.finish()
+
+
+def _context_rows(row_map: RowMap, hunk_index: int, lines: list[DiffLine], first: int, end: int,
+                  left: _Builder, right: _Builder) -> None:
+    for i in range(first, end):
+        line = lines[i]
+        _map_row(row_map, hunk_index, i, i)
+        left.line(CONTEXT, line.text, line.old_no, None, line)
+        right.line(CONTEXT, line.text, None, line.new_no, line)
 
 
 def inline_rows(diff: FileDiff) -> PaneRows:
@@ -194,3 +199,34 @@ class _Builder:
     def finish(self) -> PaneRows:
         text = "\n".join(self.texts).translate(_DISPLAY)
         return PaneRows(text, self.kinds, self.old_numbers, self.new_numbers, self.lines, self.row_map)
+
+
+class LoadedDiff:
+    """A file's diff and the rows of the mode asked for (None for a binary, too large or empty
+    diff); ``lexer`` is for the view to fill in."""
+
+    __slots__ = ("diff", "mode", "rows", "lexer")
+
+    def __init__(self, diff: FileDiff, mode: str, rows, lexer=None) -> None:
+        self.diff, self.mode, self.rows, self.lexer = diff, mode, rows, lexer
+
+
+def load_diff(repo: Repository, path: str, source: str, mode: str, *, cancel: CancelToken | None = None,
+              a: str | None = None, b: str | None = None) -> LoadedDiff:
+    """Read the diff of ``path`` from ``source`` and build the rows of ``mode`` (SIDE_BY_SIDE or
+    INLINE). For ``COMMITS`` the diff of ``path`` between revisions ``a`` and ``b``."""
+    if source == COMMITS:
+        diff = _commit_diff(repo, path, a, b, cancel)
+    else:
+        diff = diff_file(repo, path, source, cancel=cancel)
+    if diff.is_binary or diff.is_too_large or not diff.hunks:
+        return LoadedDiff(diff, mode, None)
+    return LoadedDiff(diff, mode, side_by_side_rows(diff) if mode == SIDE_BY_SIDE else inline_rows(diff))
+
+
+def _commit_diff(repo: Repository, path: str, a: str | None, b: str | None, cancel: CancelToken | None) -> FileDiff:
+    diffs = diff_commits(repo, a or empty_tree(repo), b, path, cancel=cancel)
+    for diff in diffs:
+        if diff.path == path or diff.old_path == path:
+            return diff
+    return diffs[0] if diffs else FileDiff(path, path, source=COMMITS)

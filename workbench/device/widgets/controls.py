@@ -1,10 +1,9 @@
-"""The Devices panel's small widgets: the Pair dialog, the one-line error banner, and a label
-that elides instead of widening its dock."""
+"""The Devices panel's small widgets: the Pair dialog and the one-line error banner."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRegularExpression, QSize, Qt
-from PySide6.QtGui import QPainter, QRegularExpressionValidator
+from PySide6.QtCore import QRegularExpression, Qt
+from PySide6.QtGui import QRegularExpressionValidator
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -52,24 +51,6 @@ class PairDialog(QDialog):
         code = self.code.text()
         self.buttons.button(QDialogButtonBox.StandardButton.Ok).setEnabled(
             bool(self.address.text().strip()) and len(code) == 6 and code.isdigit())
-
-
-class ElidedLabel(QLabel):
-    """A one-line label that shortens its text with "…" when narrow (the whole text in its
-    tooltip), so a long message never makes its dock, and so the window, wider."""
-
-    def setText(self, text: str) -> None:
-        super().setText(text)
-        self.setToolTip(text)
-
-    def minimumSizeHint(self) -> QSize:
-        return QSize(0, super().minimumSizeHint().height())
-
-    def paintEvent(self, event) -> None:
-        painter = QPainter(self)
-        rect = self.contentsRect()
-        shown = self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideRight, rect.width())
-        painter.drawText(rect, int(self.alignment() | Qt.AlignmentFlag.AlignVCenter), shown)
 
 
 class Banner(QWidget):

@@ -39,7 +39,8 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.device.units import memory_text
-from workbench.device.widgets.controls import Banner, ElidedLabel, PairDialog
+from workbench.device.widgets.controls import Banner, PairDialog
+from workbench.qt.elided_label import ElidedLabel
 
 MODEL_SUFFIXES = (".onnx", ".mnn")
 DEFAULT_SAMPLES = 256  # verify_model's own default (that module imports NumPy, so not from there)

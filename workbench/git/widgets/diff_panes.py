@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QPlainTextEdit, QWidget
 
 from workbench.editor.highlighting import LineLexer, format_ranges
 from workbench.qt import theme
-from workbench.git.widgets.diff_rows import ADDED, CONTEXT, FILLER, HEADER, REMOVED, PaneRows
+from workbench.git.diff_rows import ADDED, CONTEXT, FILLER, HEADER, REMOVED, PaneRows
 
 # Close to the diff colours of GitHub's light theme, beside the editor's Light+ code colours.
 ROW_BACKGROUNDS = {

@@ -19,23 +19,24 @@ from bisect import bisect_left, bisect_right
 from pathlib import PurePosixPath
 from typing import Callable
 
-from PySide6.QtCore import QEvent, QPoint, QSize, Qt, Signal
-from PySide6.QtGui import QAction, QKeySequence, QResizeEvent
-from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMessageBox, QSizePolicy, QSplitter, QStackedWidget,
-                               QToolButton, QVBoxLayout, QWidget)
+from PySide6.QtCore import QEvent, QObject, QPoint, Qt, Signal
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (QHBoxLayout, QLabel, QMessageBox, QSizePolicy, QSplitter, QStackedWidget, QToolButton,
+                               QVBoxLayout, QWidget)
 
 from workbench.editor.highlighting import LineLexer, lexer_for_path
 from workbench.git import staging
-from workbench.git.diff import COMMITS, INDEX_VS_HEAD, WORKTREE_VS_INDEX, FileDiff, diff_commits, diff_file, empty_tree
+from workbench.git.diff import COMMITS, INDEX_VS_HEAD, WORKTREE_VS_INDEX, FileDiff
+from workbench.git.diff_rows import (INLINE, MODES, SIDE_BY_SIDE, LoadedDiff, RowMap, inline_rows, load_diff,
+                                     side_by_side_rows)
 from workbench.git.errors import GitError
 from workbench.git.repository import Repository
 from workbench.git.status import repo_relative
 from workbench.git.widgets.diff_panes import BOTH_SIDES, NEW_SIDE, OLD_SIDE, DiffPane
-from workbench.git.widgets.diff_rows import PaneRows, RowMap, inline_rows, side_by_side_rows
+from workbench.git.widgets.session import DiffTabs
+from workbench.qt.elided_label import ElidedLabel
 from workbench.tasks import CancelToken
 
-SIDE_BY_SIDE, INLINE = "side-by-side", "inline"
-MODES = (SIDE_BY_SIDE, INLINE)
 SOURCE_TITLES = {WORKTREE_VS_INDEX: "Working Tree", INDEX_VS_HEAD: "Staged", COMMITS: "Commits"}
 INDEX_CHANGED = "git.index_changed"
 # The narrowest a pane may be made; wider content scrolls instead of widening the window.
@@ -46,36 +47,15 @@ log = logging.getLogger(__name__)
 _MESSAGE_PAGE, _SIDE_PAGE, _INLINE_PAGE = 0, 1, 2
 
 
-class LoadedDiff:
-    """What the worker hands back: the diff, the rows of the mode asked for, and the lexer."""
-
-    __slots__ = ("diff", "mode", "rows", "lexer")
-
-    def __init__(self, diff: FileDiff, mode: str, rows, lexer) -> None:
-        self.diff, self.mode, self.rows, self.lexer = diff, mode, rows, lexer
-
-
-def load_diff(repo: Repository, path: str, source: str, mode: str, *, cancel: CancelToken | None = None,
-              a: str | None = None, b: str | None = None) -> LoadedDiff:
-    """Read the diff and build the rows of ``mode`` (runs in a worker thread). For ``COMMITS``
-    the diff of ``path`` between revisions ``a`` and ``b``."""
-    if source == COMMITS:
-        diff = _commit_diff(repo, path, a, b, cancel)
-    else:
-        diff = diff_file(repo, path, source, cancel=cancel)
-    if diff.is_binary or diff.is_too_large or not diff.hunks:
-        return LoadedDiff(diff, mode, None, None)
-    rows = side_by_side_rows(diff) if mode == SIDE_BY_SIDE else inline_rows(diff)
-    # Finding a lexer by file name can take a quarter of a second the first time.
-    return LoadedDiff(diff, mode, rows, lexer_for_path(path))
-
-
-def _commit_diff(repo: Repository, path: str, a: str | None, b: str | None, cancel: CancelToken | None) -> FileDiff:
-    diffs = diff_commits(repo, a or empty_tree(repo), b, path, cancel=cancel)
-    for diff in diffs:
-        if diff.path == path or diff.old_path == path:
-            return diff
-    return diffs[0] if diffs else FileDiff(path, path, source=COMMITS)
+def load_diff_and_lexer(repo: Repository, path: str, source: str, mode: str, *,
+                        cancel: CancelToken | None = None, a: str | None = None,
+                        b: str | None = None) -> LoadedDiff:
+    """``load_diff`` with the lexer of ``path`` when there are rows to colour (in a worker)."""
+    loaded = load_diff(repo, path, source, mode, cancel=cancel, a=a, b=b)
+    if loaded.rows is not None:
+        # Finding a lexer by file name can take a quarter of a second the first time.
+        loaded.lexer = lexer_for_path(path)
+    return loaded
 
 
 def short_revision(revision: str | None) -> str:
@@ -85,42 +65,6 @@ def short_revision(revision: str | None) -> str:
     if len(revision) >= 7 and all(c in "0123456789abcdefABCDEF" for c in revision):
         return revision[:7]
     return revision
-
-
-class ElidedLabel(QLabel):
-    """A one-line label that shortens its text with "…" to the width it is given, and shows the
-    whole text as its tooltip; it never asks for more width than a few characters."""
-
-    def __init__(self, text: str = "", parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self._full = ""
-        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self.setMinimumWidth(0)
-        self.setText(text)
-
-    def setText(self, text: str) -> None:  # noqa: N802 (Qt override)
-        self._full = text
-        self.setToolTip(text)
-        self._elide()
-
-    def full_text(self) -> str:
-        return self._full
-
-    def minimumSizeHint(self) -> QSize:  # noqa: N802 (Qt override)
-        return QSize(0, super().minimumSizeHint().height())
-
-    def sizeHint(self) -> QSize:  # noqa: N802 (Qt override)
-        width = min(self.fontMetrics().horizontalAdvance(self._full), 300)
-        return QSize(width, super().sizeHint().height())
-
-    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 (Qt override)
-        super().resizeEvent(event)
-        self._elide()
-
-    def _elide(self) -> None:
-        shown = self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideRight, max(0, self.width()))
-        if shown != super().text():
-            super().setText(shown)
 
 
 class DiffView(QWidget):
@@ -203,7 +147,7 @@ class DiffView(QWidget):
         operation): a failure is shown inside the tab, never in a message box."""
         if self.diff is None:
             self._message.setText("Loading the diff…")
-        self.tasks.run(self._key + ".load", load_diff, self.repo, self.path, self.source, self._mode,
+        self.tasks.run(self._key + ".load", load_diff_and_lexer, self.repo, self.path, self.source, self._mode,
                        a=self.a, b=self.b,
                        on_done=self._on_loaded, on_error=lambda error: self._on_load_failed(error, quiet=quiet),
                        title=f"Reading the diff of {PurePosixPath(self.path).name}")
@@ -705,9 +649,6 @@ def _message_of(error: Exception) -> str:
 
 # --- tabs -----------------------------------------------------------------------------------
 
-# Diff views opened in windows that have no ``tabs`` widget to look them up in (test windows).
-_views_by_window: "weakref.WeakKeyDictionary[object, list[weakref.ref]]" = weakref.WeakKeyDictionary()
-
 
 def open_diff_tab(window, repo: Repository, path: str, source: str, a: str | None = None,
                   b: str | None = None) -> DiffView:
@@ -718,14 +659,15 @@ def open_diff_tab(window, repo: Repository, path: str, source: str, a: str | Non
     rel = repo_relative(repo, path)
     if source != COMMITS:
         a = b = None
-    view = _find_view(window, repo, rel, source, a, b)
+    tabs = diff_tabs_of(window)
+    view = _find_view(window, tabs, repo, rel, source, a, b)
     if view is not None:
         view.reload()
     else:
         view = DiffView(repo, rel, source, window.tasks, window.show_error,
-                        lambda name: window.handle_event(name, {}), mode=last_mode(window), a=a, b=b)
-        _remember(window, view)
-        view.sig_mode_changed.connect(lambda mode, ref=_weak(window): _remember_mode(ref, mode))
+                        lambda name: window.handle_event(name, {}), mode=tabs.last_mode or SIDE_BY_SIDE, a=a, b=b)
+        tabs.remember(view)
+        view.sig_mode_changed.connect(lambda mode, tabs=tabs: setattr(tabs, "last_mode", mode))
         if hasattr(window, "on_event") and source != COMMITS:
             ref = weakref.ref(view)
             window.on_event(INDEX_CHANGED, lambda data, ref=ref: _forward_index_change(ref, data))
@@ -739,55 +681,41 @@ def open_commit_diff_tab(window, repo: Repository, path: str, a: str | None, b: 
     return open_diff_tab(window, repo, path, COMMITS, a=a, b=b)
 
 
-# The mode last chosen in each window; new diff tabs of that window open in it.
-_mode_by_window: "weakref.WeakKeyDictionary[object, str]" = weakref.WeakKeyDictionary()
-
-
 def last_mode(window) -> str:
     """The mode the user last chose in a diff tab of ``window`` (side by side at first)."""
-    try:
-        return _mode_by_window.get(window, SIDE_BY_SIDE)
-    except TypeError:
-        return SIDE_BY_SIDE
+    return diff_tabs_of(window).last_mode or SIDE_BY_SIDE
 
 
-def _remember_mode(ref: Callable[[], object], mode: str) -> None:
-    window = ref()
-    if window is not None:
+def diff_tabs_of(window) -> DiffTabs:
+    """The diff tabs of ``window``, kept by its Git session; a window without one (a test
+    window) keeps them itself."""
+    from workbench.git.widgets import session_of
+
+    session = session_of(window) if isinstance(window, QObject) else None
+    if session is not None:
+        return session.diff_tabs
+    tabs = getattr(window, "diff_tabs", None)
+    if not isinstance(tabs, DiffTabs):
+        tabs = DiffTabs()
         try:
-            _mode_by_window[window] = mode
-        except TypeError:
-            pass
+            window.diff_tabs = tabs
+        except AttributeError:
+            pass  # a window that cannot hold them: each tab is looked up by the window's tabs only
+    return tabs
 
 
-def _weak(window) -> Callable[[], object]:
-    try:
-        return weakref.ref(window)
-    except TypeError:
-        return lambda: None
-
-
-def _find_view(window, repo: Repository, rel: str, source: str, a: str | None = None,
+def _find_view(window, tabs: DiffTabs, repo: Repository, rel: str, source: str, a: str | None = None,
                b: str | None = None) -> DiffView | None:
-    tabs = getattr(window, "tabs", None)
-    if tabs is not None and hasattr(tabs, "widget"):
-        candidates = [tabs.widget(i) for i in range(tabs.count())]
+    tab_widget = getattr(window, "tabs", None)
+    if tab_widget is not None and hasattr(tab_widget, "widget"):
+        candidates = [tab_widget.widget(i) for i in range(tab_widget.count())]
     else:
-        candidates = [ref() for ref in _views_by_window.get(window, [])]
+        candidates = tabs.views()
     for view in candidates:
         if (isinstance(view, DiffView) and _alive(view) and view.path == rel and view.source == source
                 and (view.a, view.b) == (a, b) and view.repo.root == repo.root):
             return view
     return None
-
-
-def _remember(window, view: DiffView) -> None:
-    try:
-        refs = _views_by_window.setdefault(window, [])
-    except TypeError:  # a window that cannot be weakly referenced: look up by its tabs only
-        return
-    refs[:] = [ref for ref in refs if ref() is not None and _alive(ref())]
-    refs.append(weakref.ref(view))
 
 
 def _forward_index_change(ref: weakref.ref, data: object) -> None:

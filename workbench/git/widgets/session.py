@@ -16,6 +16,7 @@ import itertools
 import logging
 import os
 import time
+import weakref
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -51,6 +52,32 @@ being pushed would make the branch diverge)."""
 IDENTITY_HINT = "Git does not know who you are"
 
 
+class DiffTabs:
+    """The diff tabs a window opened, and the mode its new diff tabs open in (the one chosen last).
+
+    The window's tab widget is where an open diff is looked up; this list is for windows whose
+    tabs cannot be searched (test windows)."""
+
+    def __init__(self) -> None:
+        self._views: list[weakref.ref] = []
+        self.last_mode: str | None = None
+        """"side-by-side" or "inline" as last chosen in one of the window's diff tabs; None before."""
+
+    def remember(self, view: QObject) -> None:
+        """Keep ``view`` (weakly) among the window's diff tabs."""
+        self._views[:] = [ref for ref in self._views if _alive(ref())]
+        self._views.append(weakref.ref(view))
+
+    def views(self) -> list[QObject]:
+        """The diff views opened in the window that are still open."""
+        return [view for view in (ref() for ref in self._views) if _alive(view)]
+
+
+def _alive(view: QObject | None) -> bool:
+    from shiboken6 import isValid
+
+    return view is not None and isValid(view)
+
 
 class GitSession(QObject):
     """The Git side of one project window."""
@@ -81,6 +108,8 @@ class GitSession(QObject):
         self.opened = False
         """True once the project folder was looked at (``repo`` None then means: no repository)."""
         self.last_error: str | None = None
+        self.diff_tabs = DiffTabs()
+        """The window's diff tabs and the mode new ones open in."""
         self._ids = itertools.count(1)
         self._running: dict[str, str] = {}
         """Running operations: task key → operation name."""
