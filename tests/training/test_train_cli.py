@@ -223,23 +223,25 @@ def test_the_progress_of_a_cluster_start_redraws_one_line_on_a_terminal_and_is_s
     import io
 
     from workbench.cluster.remote_run import RunProgress
-    from workbench.training.cli import PROGRESS_EVERY_S, StagePrinter
+    from workbench.clikit import PROGRESS_EVERY_S, ProgressLine
 
     def sync(done: int, total: int = 80) -> RunProgress:
         return RunProgress(f"Syncing data: 0 of 1 files, {done} MB of {total} MB", done / total, stage="data")
 
     screen = io.StringIO()
-    terminal = StagePrinter(screen, interactive=True)
+    terminal = ProgressLine(screen, interactive=True)
     terminal(RunProgress("Uploading the code", 0.2, stage="code"))
     for done in range(0, 81, 10):
         terminal(sync(done))
     terminal.close()
     text = screen.getvalue()
-    assert text.count("\n") == 2 and text.count("\r") == 10 and text.endswith("80 MB of 80 MB\x1b[K\n")
+    # Every command's progress line: the bar and percentage after the text, cleared at the end.
+    assert "\n" not in text and text.count("\r") == 11
+    assert text.endswith("80 MB of 80 MB [####################] 100%\x1b[K\r\x1b[K")
 
     now = [0.0]
     log = io.StringIO()
-    elsewhere = StagePrinter(log, interactive=False, clock=lambda: now[0])
+    elsewhere = ProgressLine(log, interactive=False, clock=lambda: now[0])
     for done in range(0, 81):   # one report a megabyte, a tenth of a second apart
         elsewhere(sync(done))
         now[0] += 0.1
@@ -248,7 +250,7 @@ def test_the_progress_of_a_cluster_start_redraws_one_line_on_a_terminal_and_is_s
                                                         "60 MB of 80 MB", "80 MB of 80 MB"]
     log.truncate(0)
     log.seek(0)
-    slow = StagePrinter(log, interactive=False, clock=lambda: now[0])
+    slow = ProgressLine(log, interactive=False, clock=lambda: now[0])
     for done in range(0, 12):   # a slow link: a megabyte every PROGRESS_EVERY_S / 5 seconds
         slow(sync(done, 100))
         now[0] += PROGRESS_EVERY_S / 5

@@ -50,14 +50,15 @@ class ProgressLine:
         text = f"{stage}: {report.message}" if stage else report.message
         step = (stage, stage_name(report.message))
         if step != self._step:
-            self._step = step
             self.begin(text, fraction=report.fraction)
+            self._step = step
         else:
             self.update(report.fraction, text)
 
     def begin(self, name: str, index: int = -1, count: int = 0, fraction: float | None = None) -> None:
         """A stage begins: ``name``, and with ``count`` stages, it is the ``index``-th (from 0)."""
         self._text, self._index, self._count = name, index if index is not None else -1, count or 0
+        self._step = None
         self._fraction = 0.0 if fraction is None and self._staged() else fraction
         self._quarters = quarters(self._fraction)
         if self.interactive:

@@ -1,27 +1,27 @@
 """``workbench device …``: find, pair with and use devices from a terminal.
 
 The commands call the same services as the Devices panel (discovery, PairedDevices,
-DeviceLink, verify_model, serve_local). Errors are DeviceError: the ``workbench`` command prints
-them as one line and exits 1 (with ``--json``, stdout gets ``{"error": …}`` too). Progress goes
-to stderr, results to stdout. Ctrl+C cancels (exit status 130); a cancelled push resumes where
-it stopped the next time.
+DeviceLink, verify_model, serve_local), and the CLI kit (workbench.clikit) for the rest:
+errors are DeviceError, one line and exit status 1 (with ``--json``, stdout gets
+``{"error": …, "code": …}`` too). Progress goes to stderr, results to stdout. Ctrl+C cancels
+(exit status 130); a cancelled push resumes where it stopped the next time.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import json
-import os
-import shutil
-import signal
 import sys
 from datetime import datetime
 from pathlib import Path
 
 import click
 
+from workbench.clikit import CANCELLED_STATUS, CtrlC, ProgressLine, emit, reported_errors
+from workbench.tasks import Progress
+
 _CONTEXT = {"help_option_names": ["-h", "--help"]}
-CANCELLED_STATUS = 128 + signal.SIGINT
 RUNTIMES = ("onnxruntime", "mnn")
 
 DEVICE_HELP = ("HOST:PORT (what the agent prints), a paired or announced name, `local` (the "
@@ -54,28 +54,25 @@ def device_group() -> None:
 # --- plumbing ---
 
 def _command(function):
-    """A device command: DeviceError with --json also as {"error": …} on stdout; Ctrl+C or a
-    cancel is exit status 130."""
+    """A device command, its errors and Ctrl+C as the CLI kit has them (an error's code in its
+    JSON too). A command with a ``cancel`` parameter gets the token the first Ctrl+C cancels,
+    and a second Ctrl+C stops it at once; any other stops at the first (a link's work may be
+    dropped at any point: a push cut off resumes)."""
+    takes_token = "cancel" in inspect.signature(function).parameters
 
     @functools.wraps(function)
     def run(*args, **kwargs):
-        from workbench.device.errors import DeviceError
-        from workbench.tasks import Cancelled
-
-        as_json = kwargs.get("as_json", False)
-        try:
+        with reported_errors(kwargs.get("as_json", False), error_fields=_error_code), \
+                CtrlC(interrupt_at=2 if takes_token else 1) as ctrl_c:
+            if takes_token:
+                kwargs["cancel"] = ctrl_c.token
             return function(*args, **kwargs)
-        except DeviceError as exc:
-            if as_json:
-                click.echo(json.dumps({"error": str(exc), "code": exc.code or None}, indent=2))
-            raise
-        except (KeyboardInterrupt, Cancelled):
-            if as_json:
-                click.echo(json.dumps({"error": "cancelled", "cancelled": True}, indent=2))
-            click.echo("workbench: cancelled", err=True)
-            raise SystemExit(CANCELLED_STATUS) from None
 
     return run
+
+
+def _error_code(error: BaseException) -> dict:
+    return {"code": getattr(error, "code", None) or None}
 
 
 def _json_option(function):
@@ -94,47 +91,6 @@ def _open(device: str, runtime: str = "onnxruntime", threads: int = 1):
     from workbench.device.link import DeviceLink
 
     return DeviceLink.open(device, runtime=runtime, threads=threads)
-
-
-def _emit(data: object, as_json: bool, text: str) -> None:
-    click.echo(json.dumps(data, indent=2) if as_json else text)
-
-
-class _Status:
-    """Progress on stderr: one line redrawn in place on a terminal; elsewhere a line each time
-    the step changes."""
-
-    def __init__(self):
-        self.stream = sys.stderr
-        self.interactive = self.stream.isatty() and os.environ.get("TERM") != "dumb"
-        self._step = None
-        self._drawn = False
-
-    def __call__(self, report) -> None:
-        message = report.message
-        if self.interactive:
-            width = max(20, shutil.get_terminal_size().columns - 1)
-            percent = "" if report.fraction is None else f" {100 * report.fraction:3.0f}%"
-            self.stream.write("\r\x1b[K" + (message + percent)[:width])
-            self._drawn = True
-        else:
-            step = message.split(":")[0]
-            if step == self._step:
-                return
-            self._step = step
-            self.stream.write(message + "\n")
-        self.stream.flush()
-
-    def say(self, message: str) -> None:
-        from workbench.tasks import Progress
-
-        self(Progress(message))
-
-    def close(self) -> None:
-        if self._drawn:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
-            self._drawn = False
 
 
 def _when(iso: str) -> str:
@@ -180,7 +136,7 @@ def list_command(browse: bool, seconds: float, usb: bool, as_json: bool) -> None
 
     overview = device_overview(browse_lan=browse, seconds=seconds, usb=usb)
     if as_json:
-        _emit(overview, True, "")
+        emit(overview, True, "")
         return
     rows = [[d["name"], d["address"], "yes" if d["paired"] else "no", d["status"],
              _when(d.get("last_seen") or ""), d.get("note") or ""] for d in overview["devices"]]
@@ -225,7 +181,7 @@ def pair_command(device: str, code: str | None, as_json: bool) -> None:
             raise DeviceError("give the code the agent prints with --code NNNNNN")
         code = click.prompt("Pairing code (the agent prints it)", err=True)
     paired = pair_device(device, code)
-    _emit(paired.to_json() | {"address": paired.address}, as_json,
+    emit(paired.to_json() | {"address": paired.address}, as_json,
           f"Paired with {paired.name} at {paired.address} (device {paired.device_id[:12]}); its "
           "secret is in the OS keyring.")
 
@@ -255,7 +211,7 @@ def forget_command(device: str, as_json: bool) -> None:
         raise DeviceError(f"several paired devices are called {device!r}; name one by HOST:PORT "
                           f"({', '.join(d.address for d in found)})")
     devices.forget(found[0].device_id)
-    _emit({"forgotten": found[0].to_json()}, as_json,
+    emit({"forgotten": found[0].to_json()}, as_json,
           f"Forgot {found[0].name} at {found[0].address}.")
 
 
@@ -285,7 +241,7 @@ def info_command(device: str, as_json: bool) -> None:
              f"  python      {info.get('python') or '-'}",
              f"  agent       {info.get('agent_version') or '-'}",
              f"  sessions    {info.get('sessions', 0)} open"]
-    _emit(info, as_json, "\n".join(lines))
+    emit(info, as_json, "\n".join(lines))
 
 
 # --- push ---
@@ -296,15 +252,15 @@ def info_command(device: str, as_json: bool) -> None:
 @click.argument("model", type=click.Path(path_type=Path))
 @_json_option
 @_command
-def push_command(device: str, model: Path, as_json: bool) -> None:
+def push_command(device: str, model: Path, as_json: bool, cancel=None) -> None:
     """Send MODEL to DEVICE (nothing is sent when the device has it; a push cut off resumes)."""
     from workbench.device.link import size_text
 
     path = _model_path(model, "any")
-    status = _Status()
+    status = ProgressLine()
     try:
         with _open(device) as link:
-            result = link.push(path, progress=status)
+            result = link.push(path, progress=status, cancel=cancel)
             name, address = link.name, link.address
     finally:
         status.close()
@@ -317,7 +273,7 @@ def push_command(device: str, model: Path, as_json: bool) -> None:
         resumed = f", resumed at {size_text(result.resumed_from)}" if result.resumed_from else ""
         text = (f"Pushed {path.name} ({size_text(result.size)}, sha256 {result.sha256[:12]}) to "
                 f"{name} at {address}: sent {size_text(result.sent)}{resumed}.")
-    _emit(data, as_json, text)
+    emit(data, as_json, text)
 
 
 # --- run ---
@@ -346,7 +302,7 @@ def _inputs_options(function):
 @_command
 def run_command(device: str, model: Path, npz: Path | None, project: Path | None, split: str,
                 samples: int, save: Path | None, runtime: str, threads: int,
-                as_json: bool) -> None:
+                as_json: bool, cancel=None) -> None:
     """Run MODEL on DEVICE on sample inputs (the project's dataset, a .npz, or random inputs
     of the model's shape) and show its outputs."""
     import numpy as np
@@ -354,12 +310,12 @@ def run_command(device: str, model: Path, npz: Path | None, project: Path | None
     from workbench.device.verify import inputs_for
 
     path = _model_path(model, runtime)
-    status = _Status()
+    status = ProgressLine()
     try:
         with _open(device, runtime, threads) as link:
-            loaded = link.load(path, progress=status)
+            loaded = link.load(path, progress=status, cancel=cancel)
             first = loaded.inputs[0] if loaded.inputs else {"name": "input", "shape": None}
-            status.say(f"Reading {samples} sample inputs…")
+            status(Progress(f"Reading {samples} sample inputs…"))
             data = inputs_for(path, npz, project, split, samples, first.get("shape"))
             dtype = first.get("dtype") if first.get("dtype") in ("float16", "float32", "float64") else "float32"
             fixed = first.get("shape")[0] if first.get("shape") else None
@@ -367,7 +323,8 @@ def run_command(device: str, model: Path, npz: Path | None, project: Path | None
             parts: dict[str, list] = {}
             run_ms = 0.0
             for start in range(0, len(data), step):
-                status.say(f"Running on {link.name}: {start} of {len(data)} samples")
+                cancel.raise_if_cancelled()
+                status(Progress(f"Running on {link.name}: {start} of {len(data)} samples"))
                 chunk = np.ascontiguousarray(data.x[start:start + step], dtype=dtype)
                 if len(chunk) < step:
                     break  # a model of fixed batch: the samples that fill whole batches
@@ -403,7 +360,7 @@ def run_command(device: str, model: Path, npz: Path | None, project: Path | None
                 lines.append(f"    labels: {' '.join(str(v) for v in labels)}")
     if save is not None:
         lines.append(f"Wrote the outputs to {save}")
-    _emit(data_json, as_json, "\n".join(lines))
+    emit(data_json, as_json, "\n".join(lines))
 
 
 # --- bench ---
@@ -427,12 +384,12 @@ def bench_command(device: str, model: Path, runs: int, warmup: int, batch: int, 
     from workbench.device.verify import latency_table
 
     path = _model_path(model, runtime)
-    status = _Status()
+    status = ProgressLine()
     try:
         with _open(device, runtime, threads) as link:
             loaded = link.load(path, progress=status)
-            status.say(f"Benchmarking {path.name} on {link.name}: {warmup} warm-up runs, then "
-                       f"{runs} timed runs of batch {batch}…")
+            status(Progress(f"Benchmarking {path.name} on {link.name}: {warmup} warm-up runs, then "
+                            f"{runs} timed runs of batch {batch}…"))
             figures = link.bench(loaded, warmup=warmup, runs=runs, batch=batch)
             name, address = link.name, link.address
     finally:
@@ -441,7 +398,7 @@ def bench_command(device: str, model: Path, runs: int, warmup: int, batch: int, 
             "runtime": loaded.runtime, "threads": threads, **figures}
     text = [f"{path.name} on {name} at {address} ({loaded.runtime}, {threads} thread"
             f"{'s' if threads > 1 else ''})"] + latency_table({"device": figures})
-    _emit(data, as_json, "\n".join(text))
+    emit(data, as_json, "\n".join(text))
 
 
 # --- verify / history ---
@@ -466,22 +423,22 @@ def bench_command(device: str, model: Path, runs: int, warmup: int, batch: int, 
 @_command
 def verify_command(device: str, model: Path, npz: Path | None, project: Path | None, split: str,
                    samples: int, atol: float, min_agreement: float, runs: int, record: bool,
-                   runtime: str, threads: int, as_json: bool) -> None:
+                   runtime: str, threads: int, as_json: bool, cancel=None) -> None:
     """Verify MODEL on DEVICE against this computer: the same inputs through both, per output
     the max abs diff and top-1 agreement, and the latency table. Exit status 1 when it fails."""
     from workbench.device.verify import verify_model
 
     path = _model_path(model, "any")
-    status = _Status()
+    status = ProgressLine()
     try:
         with _open(device, runtime, threads) as link:
             result = verify_model(link, path, npz=npz, project=project, split=split,
                                   samples=samples, atol=atol, min_agreement=min_agreement,
                                   bench_runs=runs, threads=threads, record=record,
-                                  progress=status)
+                                  progress=status, cancel=cancel)
     finally:
         status.close()
-    _emit(result.to_json(), as_json, result.to_text())
+    emit(result.to_json(), as_json, result.to_text())
     if not result.passed:
         click.echo(f"workbench: {path.name} on {result.device_name} differs from this computer "
                    "beyond the tolerances", err=True)
@@ -506,7 +463,7 @@ def history_command(model: Path, project: Path | None, all_versions: bool, as_js
     history = history_for(path, project)
     entries = history.entries(None if all_versions else sha256_of(path))
     if as_json:
-        _emit([e.to_json() for e in entries], True, "")
+        emit([e.to_json() for e in entries], True, "")
         return
     if not entries:
         click.echo(f"{path.name} has not been verified on a device yet (history: {history.path}).")
@@ -544,7 +501,7 @@ def serve_local_command(port: int, name: str | None, stop: bool, as_json: bool) 
 
     if stop:
         stopped = stop_local()
-        _emit({"stopped": stopped.to_json() if stopped else None}, as_json,
+        emit({"stopped": stopped.to_json() if stopped else None}, as_json,
               f"Stopped the local agent (pid {stopped.pid})." if stopped
               else "No local agent was running.")
         return
@@ -555,7 +512,7 @@ def serve_local_command(port: int, name: str | None, stop: bool, as_json: bool) 
         text = f"The local agent runs already (pid {agent.pid}) at {agent.address}"
     text += (", and paired with it" if agent.paired_now else "") + \
         ". Name it `local`: `workbench device info local`."
-    _emit(agent.to_json(), as_json, text)
+    emit(agent.to_json(), as_json, text)
 
 
 # --- logs ---

@@ -1,33 +1,40 @@
 """``workbench train`` and ``workbench runs …``: local training from a terminal.
 
-Errors are TrainingError (or ProjectError); the ``workbench`` command prints them as one line and
-exits 1. The service modules are imported inside the commands: ``--help`` needs none of them.
+Progress, Ctrl+C, errors and ``--json`` are the CLI kit's (workbench.clikit): an error
+(TrainingError, ProjectError) is one line and exit status 1 (with ``--json``, stdout gets
+``{"error": …}`` too). The service modules are imported inside the commands: ``--help`` needs
+none of them.
 """
 
 from __future__ import annotations
 
 import functools
-import json
-import os
-import shutil
-import signal
 import sys
 import time
 from pathlib import Path
 
 import click
 
+from workbench.clikit import CtrlC, ProgressLine, print_json, reported_errors
+
 FOLLOW_POLL_S = 0.1
 # run.json is looked at this often between log reads, so the command ends as soon as the run does.
 END_POLL_S = 0.01
 RECHECK_S = 1.0
-# Off a terminal, the progress of a step of a cluster start is printed at most this often (and
-# at each quarter of the way).
-PROGRESS_EVERY_S = 5.0
 METRIC_COLUMNS = ("loss", "acc", "val_loss", "val_acc", "test_acc")
 
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print the run (or runs) as JSON.")
 _PROJECT_HELP = "The project folder, as PROJECT (default: the project that holds the current folder)."
+
+
+def _reported(function):
+    """A command whose errors and cancels end it as the CLI kit does, ``--json`` included."""
+    @functools.wraps(function)
+    def command(*args, **kwargs):
+        with reported_errors(kwargs.get("as_json", False)):
+            return function(*args, **kwargs)
+
+    return command
 
 
 def _project(function):
@@ -101,10 +108,10 @@ def _start(service, hparams_file, overrides, nproc: int, cluster: dict | None = 
     """``service.start``, printing the hyper-parameters' warnings (``warning: file:line: …``)
     and, when the start is refused, every problem one a line before the summary. ``cluster``:
     ``{"name": profile, "resources": {...}, "cancel": CancelToken}`` to train on a cluster, each
-    stage and its progress printed to stderr (StagePrinter)."""
+    stage and its progress on the progress line."""
     from workbench.training.errors import TrainingError
 
-    printer = StagePrinter()
+    printer = ProgressLine()
     try:
         try:
             if cluster is None:
@@ -122,8 +129,8 @@ def _start(service, hparams_file, overrides, nproc: int, cluster: dict | None = 
         from workbench.tasks import Cancelled
 
         if isinstance(exc, Cancelled):
-            raise TrainingError("Not started: cancelled before the job was submitted; nothing of the run is left, "
-                                "here or on the cluster.") from None
+            raise Cancelled("Not started: cancelled before the job was submitted; nothing of the run is left, "
+                            "here or on the cluster.") from None
         raise
     for warning in info.warnings:
         click.echo(f"warning: {warning}", err=True)
@@ -134,78 +141,6 @@ def _start(service, hparams_file, overrides, nproc: int, cluster: dict | None = 
         remember_choice(service.project_dir, cluster["name"], cluster["resources"], info.hparams_file or None,
                         list(overrides))
     return info
-
-
-class StagePrinter:
-    """Prints each step of a cluster start to stderr: ``code: Uploading the code (1.2 MB of 30 MB)``.
-
-    The reports of one step (the same text before its counts) are its progress. On a terminal
-    they redraw one line in place. Elsewhere (a pipe, a log file, CI) a step prints its first
-    report, then a line at most every PROGRESS_EVERY_S seconds or as it passes 25, 50, 75 and
-    100 %, so a long upload says how far it is without a line for every megabyte."""
-
-    def __init__(self, stream=None, interactive: bool | None = None, clock=time.monotonic):
-        self.stream = stream if stream is not None else sys.stderr
-        self.interactive = _is_terminal(self.stream) if interactive is None else interactive
-        self._clock = clock
-        self._step: tuple[str, str] | None = None
-        self._line = ""           # the text of the last line shown
-        self._printed_at = 0.0
-        self._quarters = 0        # quarters of the step passed when its last line was printed
-        self._drawn = False       # a line is drawn on the terminal without its newline yet
-
-    def __call__(self, report) -> None:
-        line = f"{report.stage}: {report.message}"
-        step = (report.stage, report.message.split(" (")[0].split(": ")[0])
-        quarters = _quarters(report.fraction)
-        if step != self._step:
-            self._step, self._quarters = step, quarters
-            self._show(line, new_step=True)
-            return
-        if self.interactive:
-            self._show(line)
-        elif quarters > self._quarters or self._clock() - self._printed_at >= PROGRESS_EVERY_S:
-            self._quarters = max(self._quarters, quarters)
-            self._show(line)
-
-    def close(self) -> None:
-        """End the line drawn on the terminal, so what follows starts on a line of its own."""
-        if self._drawn:
-            self._write("\n")
-            self._drawn = False
-
-    def _show(self, line: str, new_step: bool = False) -> None:
-        if line == self._line:
-            return
-        self._line, self._printed_at = line, self._clock()
-        if not self.interactive:
-            self._write(line + "\n")
-            return
-        if new_step:
-            self.close()
-        # Longer than the terminal, it would wrap and \r could no longer redraw it.
-        width = max(10, shutil.get_terminal_size().columns - 1)
-        self._write("\r" + line[:width] + "\x1b[K")
-        self._drawn = True
-
-    def _write(self, text: str) -> None:
-        self.stream.write(text)
-        self.stream.flush()
-
-
-def _quarters(fraction: float | None) -> int:
-    """How many quarters of the way ``fraction`` is: 0 to 4."""
-    if fraction is None:
-        return 0
-    return max(0, min(4, int(fraction * 4 + 1e-9)))
-
-
-def _is_terminal(stream) -> bool:
-    """Whether ``stream`` is a terminal that can redraw a line (not a pipe, a file or TERM=dumb)."""
-    try:
-        return stream.isatty() and os.environ.get("TERM") != "dumb"
-    except (AttributeError, ValueError):
-        return False
 
 
 def _print_problems(refused, project_dir: Path) -> str:
@@ -222,10 +157,6 @@ def _print_problems(refused, project_dir: Path) -> str:
     if len(errors) > 1:
         return f"Not started: {len(errors)} problems with the hyper-parameters (above). Fix them and start again."
     return str(refused)
-
-
-def _echo_json(data) -> None:
-    click.echo(json.dumps(data, indent=2))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -252,6 +183,7 @@ def _echo_json(data) -> None:
 @click.option("--mem", default="", metavar="MEM", help="With --cluster: memory per node, e.g. 16G.")
 @click.option("--time", "time_limit", default="", metavar="TIME", help="With --cluster: time limit, e.g. 02:00:00.")
 @click.option("--partition", default="", help="With --cluster: partition (default: the profile's).")
+@_reported
 def train_command(project: Path | None, hparams_file: Path | None, nproc: int, overrides: tuple[str, ...],
                   as_json: bool, detach: bool, cluster: str | None, nodes: int, gpus_per_node: int, cpus: int,
                   mem: str, time_limit: str, partition: str) -> None:
@@ -269,60 +201,36 @@ def train_command(project: Path | None, hparams_file: Path | None, nproc: int, o
     service = _service(project)
     if hparams_file is not None:
         hparams_file = hparams_file.expanduser().absolute()
-    remote = None
-    if cluster:
-        from workbench.tasks import CancelToken
-
-        resources = {"nodes": nodes, "gpus_per_node": gpus_per_node, "cpus": cpus, "mem": mem, "time": time_limit,
-                     "partition": partition, "processes_per_node": nproc if nproc > 1 else 0}
-        remote = {"name": cluster, "resources": resources, "cancel": CancelToken()}
-    if detach:
+    # Caught from before the start: on a cluster, a Ctrl+C while code and data are being sent
+    # cancels the start. Once the run has started, the presses are counted afresh: the first
+    # stops the run, the second terminates it.
+    with CtrlC(interrupt_at=None) as ctrl_c:
+        remote = None
+        if cluster:
+            resources = {"nodes": nodes, "gpus_per_node": gpus_per_node, "cpus": cpus, "mem": mem,
+                         "time": time_limit, "partition": partition, "processes_per_node": nproc if nproc > 1 else 0}
+            remote = {"name": cluster, "resources": resources, "cancel": ctrl_c.token}
         info = _start(service, hparams_file, overrides, nproc, remote)
-        if as_json:
-            _echo_json(_run_data(info))
+        if detach:
+            if as_json:
+                print_json(_run_data(info))
+                return
+            what = (f"Submitted run {info.id} to {info.cluster} (job {info.job_id})" if info.is_cluster
+                    else f"Started run {info.id} (pid {info.pid})")
+            click.echo(f"{what}. Follow it with `{_hint(info, 'runs logs -f')}`, stop it with "
+                       f"`{_hint(info, 'runs stop')}`.")
             return
-        what = (f"Submitted run {info.id} to {info.cluster} (job {info.job_id})" if info.is_cluster
-                else f"Started run {info.id} (pid {info.pid})")
-        click.echo(f"{what}. Follow it with `{_hint(info, 'runs logs -f')}`, stop it with "
-                   f"`{_hint(info, 'runs stop')}`.")
-        return
-    # Caught from before the start: a Ctrl+C while the run starts stops it once it has (on a
-    # cluster: while code and data are being sent, it cancels the start instead).
-    with CtrlC(on_press=(remote["cancel"].cancel if remote else None)) as ctrl_c:
-        info = _start(service, hparams_file, overrides, nproc, remote)
         if not as_json:
             where = f" on {info.cluster} (job {info.job_id})" if info.is_cluster else ""
             click.echo(f"Run {info.id} started{where} in {info.run_dir}")
-        ctrl_c.on_press = None
-        ctrl_c.count = 0
+        ctrl_c.reset()
         _finish_in_foreground(service, info, as_json, ctrl_c)
-
-
-class CtrlC:
-    """Counts Ctrl+C presses (SIGINT) while in use, instead of raising KeyboardInterrupt."""
-
-    def __init__(self, on_press=None):
-        self.count = 0
-        self.on_press = on_press   # called on each press (a cluster start cancels with it)
-        self._previous = None
-
-    def __enter__(self) -> "CtrlC":
-        self._previous = signal.signal(signal.SIGINT, self._on_sigint)
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        signal.signal(signal.SIGINT, self._previous)
-
-    def _on_sigint(self, signum, frame) -> None:
-        self.count += 1
-        if self.on_press is not None:
-            self.on_press()
 
 
 def _finish_in_foreground(service, info, as_json: bool, ctrl_c: CtrlC, offsets: tuple[int, int] = (0, 0)) -> None:
     final = follow_run(service, info.id, offsets, logs_to_stderr=as_json, ctrl_c=ctrl_c)
     if as_json:
-        _echo_json(_run_data(final))
+        print_json(_run_data(final))
     else:
         click.echo(_summary(final), err=final.state != "completed")
     if final.state != "completed":
@@ -493,6 +401,7 @@ def runs_group() -> None:
 @runs_group.command("list")
 @_project
 @_JSON
+@_reported
 def list_command(project: Path | None, as_json: bool) -> None:
     """List the runs, newest first, with their state, duration and final metrics."""
     from workbench.training.hints import workbench_command
@@ -501,7 +410,7 @@ def list_command(project: Path | None, as_json: bool) -> None:
     service = _service(project)
     runs = service.list_runs()
     if as_json:
-        _echo_json([_run_data(info) for info in runs])
+        print_json([_run_data(info) for info in runs])
         return
     if not runs:
         click.echo(f"No runs yet. Start one with `{workbench_command(service.project_dir, 'train')}`.")
@@ -525,13 +434,14 @@ def list_command(project: Path | None, as_json: bool) -> None:
 @runs_group.command("show")
 @_project_and_run
 @_JSON
+@_reported
 def show_command(run: str, project: Path | None, as_json: bool) -> None:
     """Show everything recorded about RUN."""
     from workbench.training.run_text import exit_code_text, problem_text, scheduler_text, state_text
 
     info = _service(project).get(run)
     if as_json:
-        _echo_json(_run_data(info))
+        print_json(_run_data(info))
         return
     rows = [
         ("run", info.id), ("state", state_text(info)), ("folder", info.run_dir),
@@ -584,6 +494,7 @@ def _resume_text(resume: dict) -> str:
 @runs_group.command("logs")
 @_project_and_run
 @click.option("-f", "--follow", is_flag=True, help="Keep printing what the run prints until it ends.")
+@_reported
 def logs_command(run: str, project: Path | None, follow: bool) -> None:
     """Print what RUN printed (its stderr to stderr), in the order it came where that was
     recorded (runs on a cluster), else stdout, then stderr."""
@@ -600,6 +511,7 @@ def logs_command(run: str, project: Path | None, follow: bool) -> None:
 @runs_group.command("pull")
 @_project_and_run
 @_JSON
+@_reported
 def pull_command(run: str, project: Path | None, as_json: bool) -> None:
     """Fetch a cluster run's checkpoints and outputs into its run folder (only what is new or
     changed). Runs on a cluster do this by themselves when they end."""
@@ -607,7 +519,7 @@ def pull_command(run: str, project: Path | None, as_json: bool) -> None:
     report = service.pull(run)
     info = service.get(run)
     if as_json:
-        _echo_json({"run": info.id, "fetched": report.fetched, "unchanged": report.unchanged,
+        print_json({"run": info.id, "fetched": report.fetched, "unchanged": report.unchanged,
                     "bytes": report.bytes_fetched, "products": info.products})
         return
     for path in report.fetched:
@@ -619,6 +531,7 @@ def pull_command(run: str, project: Path | None, as_json: bool) -> None:
 @runs_group.command("stop")
 @_project_and_run
 @_JSON
+@_reported
 def stop_command(run: str, project: Path | None, as_json: bool) -> None:
     """Ask RUN to checkpoint and exit (it can be resumed later)."""
     service = _service(project)
@@ -627,7 +540,7 @@ def stop_command(run: str, project: Path | None, as_json: bool) -> None:
     info = service.stop(run)
     show = f"`{_hint(info, 'runs show')}` says how it ended."
     if as_json:
-        _echo_json(_run_data(info))
+        print_json(_run_data(info))
     elif info.is_cluster and queued:
         click.echo(f"Stopping run {info.id} on {info.cluster}: job {info.job_id} is removed from the queue; it had "
                    f"not started, so there is nothing to checkpoint. {show}")
@@ -644,11 +557,12 @@ def stop_command(run: str, project: Path | None, as_json: bool) -> None:
 @runs_group.command("terminate")
 @_project_and_run
 @_JSON
+@_reported
 def terminate_command(run: str, project: Path | None, as_json: bool) -> None:
     """Kill RUN and every process it started, at once (no checkpoint)."""
     info = _service(project).terminate(run)
     if as_json:
-        _echo_json(_run_data(info))
+        print_json(_run_data(info))
     else:
         click.echo(f"Run {info.id} {info.state}.")
 
@@ -673,6 +587,7 @@ def terminate_command(run: str, project: Path | None, as_json: bool) -> None:
 @click.option("--time", "time_limit", default=None, metavar="TIME",
               help="With --new, on a cluster: time limit, e.g. 02:00:00.")
 @click.option("--partition", default=None, help="With --new, on a cluster: partition (default: the profile's).")
+@_reported
 def resume_command(run: str, project: Path | None, new_run: bool, overrides: tuple[str, ...], follow: bool,
                    as_json: bool, cluster: str | None, nodes: int | None, gpus_per_node: int | None,
                    nproc: int | None, cpus: int | None, mem: str | None, time_limit: str | None,
@@ -695,15 +610,15 @@ def resume_command(run: str, project: Path | None, new_run: bool, overrides: tup
         folder = service.run_folder(run)
         offsets = (_size(folder.stdout_log), _size(folder.stderr_log))
     # On a cluster, the steps of the resume are printed as a start's are.
-    printer = StagePrinter() if cluster or service.get(run).is_cluster else None
+    printer = ProgressLine() if cluster or service.get(run).is_cluster else None
     if follow:
-        with CtrlC() as ctrl_c:
+        with CtrlC(interrupt_at=None) as ctrl_c:
             info = _resume(service, run, new_run, overrides, cluster, changes, printer)
             _finish_in_foreground(service, info, as_json, ctrl_c, offsets)
         return
     info = _resume(service, run, new_run, overrides, cluster, changes, printer)
     if as_json:
-        _echo_json(_run_data(info))
+        print_json(_run_data(info))
     else:
         where = f"as run {info.id}" if new_run else f"in run {info.id}"
         process = f"job {info.job_id} on {info.cluster}" if info.is_cluster else f"pid {info.pid}"
