@@ -335,6 +335,86 @@ def test_a_stop_of_several_processes_on_a_plain_host_ends_the_job_cleanly(tmp_pa
     assert "Traceback" not in errors and "SignalException" not in errors
 
 
+class FakeSbatch(ThisMachine):
+    """This machine as a Slurm login node whose ``sbatch`` answers ``answer`` with ``status``;
+    the commands sent and any use of SFTP are recorded."""
+
+    def __init__(self, tmp_path: Path, answer: str, status: int = 0):
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        sbatch = bin_dir / "sbatch"
+        sbatch.write_text(f"#!/bin/bash\necho \"$@\" >> {shlex.quote(str(tmp_path / 'sbatch.args'))}\n"
+                          f"echo {shlex.quote(answer)} >&{2 if status else 1}\nexit {status}\n")
+        sbatch.chmod(0o755)
+        self.path = f"{bin_dir}:{os.environ['PATH']}"
+        self.commands: list[str] = []
+        self.sftp_used = False
+
+    def run(self, command, timeout=None, check=True):
+        self.commands.append(command)
+        return super().run(f"export PATH={shlex.quote(self.path)}; {command}", timeout, check)
+
+    def sftp(self):
+        self.sftp_used = True
+        return super().sftp()
+
+
+def test_a_slurm_job_and_its_files_go_up_in_the_command_that_submits_it(tmp_path):
+    """One round trip: the hyper-parameters and the script are written by the command that runs
+    sbatch, with no SFTP session; the script stays in the run folder."""
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    job = spec(remote)
+    slurm = FakeSbatch(tmp_path, "4242")
+    hparams = "lr = 0.1\n# a comment with 'quotes' and $dollars\n"
+
+    job_id = SlurmBackend().submit(slurm, job, "#!/bin/bash\necho hi\n", files={f"{remote}/digits.hparams": hparams})
+
+    assert job_id == "4242"
+    assert len(slurm.commands) == 1 and not slurm.sftp_used
+    assert (remote / "digits.hparams").read_text() == hparams
+    assert (remote / "job.sh").read_text() == "#!/bin/bash\necho hi\n"
+    assert (tmp_path / "sbatch.args").read_text() == f"--parsable {remote}/job.sh\n"
+
+
+def test_a_refused_sbatch_says_what_slurm_said(tmp_path):
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    slurm = FakeSbatch(tmp_path, "sbatch: error: Batch job submission failed: Invalid partition name specified", 1)
+
+    with pytest.raises(ClusterError) as refused:
+        SlurmBackend().submit(slurm, spec(remote))
+
+    assert str(refused.value) == ("Could not submit the job with sbatch (exit status 1): sbatch: error: Batch job "
+                                  "submission failed: Invalid partition name specified")
+    assert (remote / "job.sh").is_file()
+
+
+@pytest.mark.parametrize("backend", [SlurmBackend(), SshBackend()])
+def test_job_files_that_cannot_be_written_are_named_as_the_failure(tmp_path, backend):
+    slurm = FakeSbatch(tmp_path, "4242")
+
+    with pytest.raises(ClusterError) as refused:
+        backend.submit(slurm, spec(tmp_path / "gone"))
+
+    assert str(refused.value).startswith("Could not write the job's files on the cluster: ")
+    assert "gone/job.sh" in str(refused.value) and not (tmp_path / "sbatch.args").exists()
+
+
+def test_job_files_too_big_for_a_command_line_go_over_sftp(tmp_path):
+    from workbench.cluster.jobs import INLINE_FILES_MAX
+
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    slurm = FakeSbatch(tmp_path, "4242")
+    big = "x" * (INLINE_FILES_MAX + 1)
+
+    assert SlurmBackend().submit(slurm, spec(remote), "#!/bin/bash\n", files={f"{remote}/big.hparams": big}) == "4242"
+
+    assert slurm.sftp_used and len(slurm.commands) == 1
+    assert (remote / "big.hparams").read_text() == big and (remote / "job.sh").read_text() == "#!/bin/bash\n"
+
+
 class SlurmOnThisMachine(ThisMachine):
     """This machine as the cluster (its files, bash), with Slurm's answers about job 7 played from
     ``answers``: one (squeue line, scontrol record) pair each time the job is asked about while it

@@ -30,14 +30,15 @@ import sys
 import tarfile
 import tempfile
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from workbench.cluster.errors import ClusterError
 from workbench.git.errors import GitError
-from workbench.git.repository import NotARepository
-from workbench.git.snapshot import WorkingTreeCommit, commit_working_tree
+from workbench.git.repository import NotARepository, open_repository
+from workbench.git.snapshot import WorkingTreeCommit, commit_working_tree, snapshot_ref
 from workbench.tasks import CancelToken, Progress, ProgressCallback
 
 RUN_REFS = "refs/workbench/runs/"
@@ -87,12 +88,17 @@ def ship_code(conn: Connection, project_dir: Path | str, profile, run_id: str, *
     from workbench.project import project_key
 
     report = progress or (lambda _: None)
-    report(Progress("Taking a snapshot of the code", 0.0))
-    snapshot = _commit_working_tree(project_dir, run_id)
+    if _refused_before_sending(project_dir, run_id):
+        _commit_working_tree(project_dir, run_id)  # says what is wrong before the cluster is asked anything
+    # The cluster is asked which commits it has while the snapshot is taken: the one waits on
+    # the network, the other on git here.
+    with ThreadPoolExecutor(1, thread_name_prefix="workbench-code-sync") as pool:
+        asked = pool.submit(_prepare_remote, conn, profile.work_root, project_key(project_dir))
+        report(Progress("Taking a snapshot of the code", 0.0))
+        snapshot = _commit_working_tree(project_dir, run_id)
+        report(Progress("Asking the cluster which commits it has", 0.1))
+        layout = asked.result()
     _check(cancel)
-
-    report(Progress("Asking the cluster which commits it has", 0.1))
-    layout = _prepare_remote(conn, profile.work_root, project_key(project_dir))
     haves = _commits_known_locally(snapshot, layout.remote_commits)
     _check(cancel)
 
@@ -119,6 +125,17 @@ def ship_code(conn: Connection, project_dir: Path | str, profile, run_id: str, *
     return CodeSnapshot(commit=snapshot.commit, dirty=snapshot.dirty, snapshot_ref=snapshot.ref,
                         bytes_sent=bytes_sent, remote_repo=layout.repo, remote_checkout=checkout,
                         remote_project_dir=project_dir_remote, untracked_skipped=list(snapshot.untracked_skipped))
+
+
+def _refused_before_sending(project_dir: Path | str, run_id: str) -> bool:
+    """Whether the snapshot is sure to be refused (no repository, a run id that cannot name a
+    ref): the cluster is asked about its commits while the snapshot is taken, and a refused run
+    must leave nothing there."""
+    try:
+        repo = open_repository(Path(project_dir))
+    except GitError:  # NotARepository among them
+        return True
+    return repo.run(["check-ref-format", snapshot_ref(run_id)], check=False).returncode != 0
 
 
 def _commit_working_tree(project_dir: Path | str, run_id: str) -> WorkingTreeCommit:

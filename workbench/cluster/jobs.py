@@ -4,7 +4,8 @@ submit, watch, stop and cancel it (``slurm.SlurmBackend``, ``ssh_backend.SshBack
 A backend is stateless: every call takes the connection (anything with ``run(command,
 timeout=None, check=True) -> CommandResult(code, stdout, stderr)`` and ``sftp()``, as
 ``ClusterConnection`` provides) and the job's id. The job script is made from a ``JobSpec``
-by ``backend.script(spec)``; ``submit`` uploads it to ``<remote run dir>/job.sh`` and starts it.
+by ``backend.script(spec)``; ``submit`` writes it to ``<remote run dir>/job.sh`` (with any other
+small files the job needs) and starts it, in one command on the cluster.
 
 Whatever runs the trainer on the cluster writes its output to ``<remote run dir>/stdout.log``
 and ``stderr.log`` and, when it ends, its status and the time on the cluster to
@@ -14,6 +15,8 @@ told even once the scheduler has forgotten it, or when no one was watching at th
 
 from __future__ import annotations
 
+import base64
+import io
 import re
 import shlex
 from dataclasses import asdict, dataclass, field, fields
@@ -41,6 +44,11 @@ STARTED_FILE = "job_started"   # the id of the job whose script has begun and wh
 STOP_FILE = "stop-requested"   # a stop was asked for: a job still setting up does not start training
 # The Python on the cluster after the profile's set-up lines (a venv or conda env provides it).
 REMOTE_PYTHON = "python3"
+# The job's files go inside the command that submits it, up to this much text in all: the command
+# travels as one argument of the login shell (at most 128 KiB on Linux), base64-encoded twice.
+INLINE_FILES_MAX = 32 * 1024
+# Exit status of a submitting command that could not write the job's files.
+WRITE_FAILED = 95
 
 _MEMORY = re.compile(r"^\d+[KMGT]?$", re.IGNORECASE)
 _TIME = re.compile(r"^(\d+-)?\d+(:\d+){0,2}$")
@@ -171,7 +179,8 @@ class JobBackend(Protocol):
 
     def script(self, spec: JobSpec) -> str: ...
 
-    def submit(self, conn: Any, spec: JobSpec) -> str: ...
+    def submit(self, conn: Any, spec: JobSpec, text: str | None = None, *,
+               files: dict[str, str] | None = None) -> str: ...
 
     def state(self, conn: Any, job_id: str, remote_run_dir: str = "") -> JobState: ...
 
@@ -257,12 +266,40 @@ def wait_lines(command: str) -> list[str]:
     return [f"{command} &", "child=$!", "trap '' TERM", 'wait "$child"', "status=$?"]
 
 
-def upload_script(conn: Any, spec: JobSpec, text: str) -> None:
-    """Write the job script to ``<remote run dir>/job.sh`` (the folder exists: the code was
-    checked out in it). It is run by ``sbatch`` or ``bash``, so it needs no execute bit."""
-    import io
+def write_files_command(conn: Any, files: dict[str, str]) -> str:
+    """Shell commands that write ``files`` (remote path -> text) on the cluster, to go first in
+    the command that submits the job: one round trip for the files and the submission, where
+    SFTP costs a session and a request or three per file. Files too big to travel in a command
+    line are put over SFTP now instead. The commands exit with WRITE_FAILED when a file cannot be
+    written (the shell says why on stderr); ``check_submission`` turns that into a ClusterError."""
+    commands, inline = [], 0
+    for path, text in files.items():
+        data = text.encode("utf-8")
+        if inline + len(data) > INLINE_FILES_MAX:
+            conn.sftp().putfo(io.BytesIO(data), path)
+            continue
+        inline += len(data)
+        encoded = shlex.quote(base64.b64encode(data).decode("ascii"))
+        commands.append(f"printf %s {encoded} | base64 -d > {shlex.quote(path)} || exit {WRITE_FAILED}; ")
+    return "".join(commands)
 
-    conn.sftp().putfo(io.BytesIO(text.encode("utf-8")), spec.script_path)
+
+def submission_files(spec: JobSpec, text: str, files: dict[str, str] | None) -> dict[str, str]:
+    """What a submission writes: ``files``, then the job script at ``<remote run dir>/job.sh``
+    (the folder exists: the code was checked out in it). It is run by ``sbatch`` or ``bash``, so
+    it needs no execute bit."""
+    return {**(files or {}), spec.script_path: text}
+
+
+def check_submission(result: Any, what: str) -> Any:
+    """``result`` of a command that wrote a job's files (``write_files_command``) and then did
+    ``what``; ClusterError saying which of the two failed, with the cluster's last line."""
+    if result.code == WRITE_FAILED:
+        last = next((line for line in reversed((result.stderr or result.stdout).splitlines()) if line.strip()),
+                    "no message")
+        raise ClusterError(f"Could not write the job's files on the cluster: {last.strip()}",
+                           details=result.stderr)
+    return check_result(result, what)
 
 
 def read_small_file(sftp: Any, path: str, limit: int = 4096) -> str | None:

@@ -177,8 +177,6 @@ class _Launch:
         self.check()
         self.report("submit", "Submitting the job")
         rrd = self.remote_run_dir
-        sftp = conn.sftp()
-        sftp.putfo(io.BytesIO(hparams_text.encode("utf-8")), f"{rrd}/{hparams_name}")
         if upload_checkpoint is not None:
             resume_from = self.upload_checkpoint(conn, upload_checkpoint)
         env = {"PYTHONPATH": trainkit, "PYTHONUNBUFFERED": "1", "WORKBENCH_RUN_DIR": rrd,
@@ -190,7 +188,7 @@ class _Launch:
                       script_args=_script_args(script, args, pass_hparams, f"{rrd}/{hparams_name}", rrd),
                       resources=resources, env=env, profile_env=dict(self.profile.env),
                       setup=self.profile.python_setup, links=links)
-        return self.submit(conn, job)
+        return self.submit(conn, job, files={f"{rrd}/{hparams_name}": hparams_text})
 
     def sync_data(self, conn, data_settings) -> dict[str, str]:
         """Sync the project's data; the names to link in the code folder to the data there."""
@@ -217,7 +215,9 @@ class _Launch:
         conn.sftp().put(str(checkpoint), target)
         return target
 
-    def submit(self, conn, job: JobSpec) -> RunInfo:
+    def submit(self, conn, job: JobSpec, files: dict[str, str] | None = None) -> RunInfo:
+        """Submit ``job`` (writing ``files``, remote path -> text, in the same command) and
+        record it; the follower is started."""
         from workbench.cluster.follower import start_follower
         from workbench.cluster.mirror import start_mirror_at
 
@@ -228,7 +228,7 @@ class _Launch:
         write_text_atomically(self.folder.path / JOB_FILE, json.dumps(_job_json(job), indent=1) + "\n")
         self.folder.write_command(_display_command(job), job.workdir, job.env)
         self.check()  # the last moment a cancel leaves nothing behind
-        job_id = self.backend.submit(conn, job, text)
+        job_id = self.backend.submit(conn, job, text, files=files)
         self.submitted = True
         info = self.info
         info.job_id, info.remote_run_dir = job_id, job.remote_run_dir

@@ -34,6 +34,7 @@ from workbench.cluster.jobs import (
     JobSpec,
     JobState,
     check_result,
+    check_submission,
     exit_code_in,
     environment_lines,
     link_lines,
@@ -42,9 +43,10 @@ from workbench.cluster.jobs import (
     time_in,
     run_ended_lines,
     setup_lines,
+    submission_files,
     trainer_argv,
-    upload_script,
     wait_lines,
+    write_files_command,
 )
 
 RENDEZVOUS_PORT_BASE = 29500
@@ -142,11 +144,14 @@ class SlurmBackend:
     # -----------------------------------------------------------------------------------------
     # the job
 
-    def submit(self, conn: Any, spec: JobSpec, text: str | None = None) -> str:
-        """Upload the script (``text``, default: made from ``spec``) and submit it; the job id."""
-        upload_script(conn, spec, text if text is not None else self.script(spec))
-        result = check_result(conn.run(f"sbatch --parsable {shlex.quote(spec.script_path)}", check=False),
-                              "submit the job with sbatch")
+    def submit(self, conn: Any, spec: JobSpec, text: str | None = None, *,
+               files: dict[str, str] | None = None) -> str:
+        """Write ``files`` (remote path -> text) and the script (``text``, default: made from
+        ``spec``) and submit it, in one command on the cluster; the job id. A refusal says what
+        sbatch said."""
+        script = submission_files(spec, text if text is not None else self.script(spec), files)
+        command = write_files_command(conn, script) + f"sbatch --parsable {shlex.quote(spec.script_path)}"
+        result = check_submission(conn.run(command, check=False), "submit the job with sbatch")
         job_id = result.stdout.strip().splitlines()[-1].split(";")[0].strip() if result.stdout.strip() else ""
         if not job_id.isdigit():
             raise ClusterError(f"sbatch answered {result.stdout.strip()!r} instead of a job id.")

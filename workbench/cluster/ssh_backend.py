@@ -28,6 +28,7 @@ from workbench.cluster.jobs import (
     JobSpec,
     JobState,
     check_result,
+    check_submission,
     environment_lines,
     exit_code_in,
     link_lines,
@@ -35,9 +36,10 @@ from workbench.cluster.jobs import (
     run_ended_lines,
     time_in,
     setup_lines,
+    submission_files,
     trainer_argv,
-    upload_script,
     wait_lines,
+    write_files_command,
 )
 
 # How long submit waits for the detached script to write its pid.
@@ -74,20 +76,22 @@ class SshBackend:
         ]
         return "\n".join(lines)
 
-    def submit(self, conn: Any, spec: JobSpec, text: str | None = None) -> str:
-        """Upload the script, start it detached with its output going to the run's logs, and
-        return its process group once it has recorded it."""
-        upload_script(conn, spec, text if text is not None else self.script(spec))
+    def submit(self, conn: Any, spec: JobSpec, text: str | None = None, *,
+               files: dict[str, str] | None = None) -> str:
+        """Write ``files`` (remote path -> text) and the script, start it detached with its
+        output going to the run's logs, and return its process group once it has recorded it;
+        all in one command on the cluster."""
+        script = submission_files(spec, text if text is not None else self.script(spec), files)
         folder = shlex.quote(spec.remote_run_dir)
         pid_file = shlex.quote(f"{spec.remote_run_dir}/{PID_FILE}")
         steps = int(START_WAIT_S / 0.05)
         # The job's shell is the leader of a session of its own, holds none of this session's
         # streams (the SSH channel ends at once) and writes into the run's logs.
-        command = (f"cd {folder} || exit 1; rm -f {pid_file} exit_code; "
+        command = (write_files_command(conn, script) + f"cd {folder} || exit 1; rm -f {pid_file} exit_code; "
                    f"{{ setsid nohup bash {shlex.quote(spec.script_path)} >> {shlex.quote(spec.stdout_log)} "
                    f"2>> {shlex.quote(spec.stderr_log)} < /dev/null & }}; "
                    f"for i in $(seq {steps}); do [ -s {pid_file} ] && break; sleep 0.05; done; cat {pid_file}")
-        result = check_result(conn.run(command, check=False), "start the job")
+        result = check_submission(conn.run(command, check=False), "start the job")
         match = re.fullmatch(r"(\d+) (\d+)( \d+)?", result.stdout.strip())
         if not match:
             raise ClusterError(f"The job did not start on the host: it recorded no process id in "
