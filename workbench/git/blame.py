@@ -12,6 +12,7 @@ from pathlib import Path
 
 from workbench.git.errors import GitError
 from workbench.git.repository import Repository
+from workbench.git.status import repo_relative
 from workbench.tasks import CancelToken
 
 NOT_COMMITTED_SHA = "0" * 40
@@ -60,7 +61,7 @@ def blame(
 ) -> list[BlameLine]:
     """Each line of ``path`` (at ``rev``, or on disk when ``rev`` is None) with the commit that
     last changed it; lines changed since the last commit have ``committed`` false."""
-    relative = _relative(repo, path)
+    relative = repo_relative(repo, path)
     if rev is not None and (not rev or rev.startswith("-")):
         raise GitError(f"{rev!r} is not a branch, tag or commit name.")
     args = ["blame", "--porcelain"]
@@ -143,13 +144,3 @@ def _blame_failure(relative: str, rev: str | None, stderr: str, on_disk: bool) -
     from workbench.git.runner import describe_failure
 
     return GitError(describe_failure(["blame"], stderr), details=stderr)
-
-
-def _relative(repo: Repository, path: str | Path) -> str:
-    candidate = Path(path)
-    if candidate.is_absolute():
-        try:
-            candidate = candidate.resolve().relative_to(repo.root.resolve())
-        except ValueError:
-            raise GitError(f"{path} is outside the repository at {repo.root}.") from None
-    return candidate.as_posix()

@@ -14,6 +14,7 @@ from typing import Literal
 
 from workbench.git.errors import GitError
 from workbench.git.repository import Repository
+from workbench.git.status import repo_relative
 from workbench.platform.atomic_files import write_text_atomically
 
 Side = Literal["ours", "theirs"]
@@ -247,7 +248,7 @@ def resolve_hunk(repo: Repository, path: str | Path, index: int, choice: HunkCho
     is not marked resolved (``mark_resolved``) so the result can be reviewed first."""
     text = resolve_hunk_text(_read(repo, path), index, choice)
     # surrogateescape: bytes that are not UTF-8 go back exactly as they were read.
-    write_text_atomically(repo.root / _relative(repo, path), text, errors="surrogateescape")
+    write_text_atomically(repo.root / repo_relative(repo, path), text, errors="surrogateescape")
     return len(parse_conflicts(text))
 
 
@@ -256,7 +257,7 @@ def resolve_file(repo: Repository, path: str | Path, side: Side) -> None:
     deleted the file, the file is deleted."""
     if side not in ("ours", "theirs"):
         raise GitError(f"Take a whole file from ours or theirs, not {side!r}.")
-    relative = _relative(repo, path)
+    relative = repo_relative(repo, path)
     conflicted = {item.path: item for item in conflicted_files(repo)}
     item = conflicted.get(relative)
     if item is None:
@@ -274,7 +275,7 @@ def mark_resolved(repo: Repository, paths: list[str | Path] | str | Path, force:
     has conflict markers unless ``force``."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    relatives = [_relative(repo, path) for path in paths]
+    relatives = [repo_relative(repo, path) for path in paths]
     if not force:
         for relative in relatives:
             file = repo.root / relative
@@ -316,11 +317,6 @@ def continue_rebase(repo: Repository) -> None:
     _run_operation(repo, ["rebase", "--continue"], "There is no rebase in progress to continue.")
 
 
-def skip_rebase_commit(repo: Repository) -> None:
-    """Leave out the commit the rebase stopped on and go on with the next one."""
-    _run_operation(repo, ["rebase", "--skip"], "There is no rebase in progress.")
-
-
 def abort_cherry_pick(repo: Repository) -> None:
     """Stop the cherry-pick in progress and go back to the state before it."""
     _run_operation(repo, ["cherry-pick", "--abort"], "There is no cherry-pick in progress to abort.")
@@ -359,7 +355,7 @@ def _run_operation(repo: Repository, args: list[str], nothing_to_do: str) -> Non
 
 
 def _read(repo: Repository, path: str | Path) -> str:
-    relative = _relative(repo, path)
+    relative = repo_relative(repo, path)
     try:
         # surrogateescape: bytes that are not UTF-8 are written back exactly as they were.
         return (repo.root / relative).read_text(encoding="utf-8", errors="surrogateescape")
@@ -370,13 +366,3 @@ def _read(repo: Repository, path: str | Path) -> str:
 
 def _range(start: int, lines: list[str]) -> LineRange:
     return LineRange(start, start + len(lines) - 1)
-
-
-def _relative(repo: Repository, path: str | Path) -> str:
-    candidate = Path(path)
-    if candidate.is_absolute():
-        try:
-            candidate = candidate.resolve().relative_to(repo.root.resolve())
-        except ValueError:
-            raise GitError(f"{path} is outside the repository at {repo.root}.") from None
-    return candidate.as_posix()

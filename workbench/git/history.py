@@ -12,6 +12,7 @@ from pathlib import Path
 
 from workbench.git.errors import GitError
 from workbench.git.repository import Repository
+from workbench.git.status import repo_relative
 from workbench.tasks import CancelToken
 
 # One record per commit (-z ends records with NUL); fields are split by the ASCII unit separator,
@@ -87,7 +88,7 @@ def log(
         return []
     args = ["log", "-z", f"--format={_LOG_FORMAT}", "--decorate=full", f"--max-count={int(limit)}",
             f"--skip={int(skip)}"]
-    relative = _relative(repo, path) if path is not None else None
+    relative = repo_relative(repo, path) if path is not None else None
     if relative is None:
         # Children before parents, which the graph lanes rely on.
         args.append("--date-order")
@@ -211,14 +212,3 @@ def _log_failure(ref: str, stderr: str) -> GitError:
     from workbench.git.runner import describe_failure
 
     return GitError(describe_failure(["log"], stderr), details=stderr)
-
-
-def _relative(repo: Repository, path: str | Path) -> str:
-    """``path`` relative to the repository root, with forward slashes, as git wants it."""
-    candidate = Path(path)
-    if candidate.is_absolute():
-        try:
-            candidate = candidate.resolve().relative_to(repo.root.resolve())
-        except ValueError:
-            raise GitError(f"{path} is outside the repository at {repo.root}.") from None
-    return candidate.as_posix().removeprefix("./") if str(candidate) != "." else ""

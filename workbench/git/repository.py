@@ -26,13 +26,6 @@ class Repository:
     def run(self, args: list[str], **options):
         return self.runner.run(args, **options)
 
-    def gitpython(self):
-        """The GitPython ``Repo`` for object-model queries (refs, config, commits)."""
-        # Leave this import here: GitPython is not needed to open a window.
-        import git
-
-        return git.Repo(self.root)
-
 
 def open_repository(path: Path | str) -> Repository:
     """The repository that holds ``path``; NotARepository when there is none."""

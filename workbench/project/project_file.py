@@ -41,11 +41,6 @@ class Project:
         return self.root / PROJECT_FILE
 
     @property
-    def state_dir(self) -> Path:
-        """The folder Workbench keeps its own per-project state in."""
-        return self.root / STATE_DIR
-
-    @property
     def key(self) -> str:
         """A short stable id of this project, see :func:`project_key`."""
         return project_key(self.root)

@@ -89,13 +89,6 @@ class CompletionPopup(QObject):
         row = self.view.currentIndex().row()
         return self.items[row] if 0 <= row < len(self.items) else None
 
-    def choose_current(self) -> None:
-        """Choose the selected item as Enter would."""
-        item = self.current_item()
-        self.hide()
-        if item is not None:
-            self.on_chosen(item)
-
     def _on_activated(self, index: QModelIndex) -> None:
         row = index.row()
         if 0 <= row < len(self.items):
