@@ -35,10 +35,24 @@ class CancelToken:
 
 @dataclass(frozen=True)
 class Progress:
-    """One progress report: what is happening, and how far (``fraction`` None when unknown)."""
+    """One progress report: what is happening, and how far (``fraction`` None when unknown).
+
+    Work that goes through named stages (a model tool) also says which: ``message`` is the
+    stage's name, ``step`` its number from 0 (-1 for a stage outside the declared ones) of
+    ``steps``, and ``fraction`` how far into that stage."""
 
     message: str
     fraction: float | None = None
+    step: int | None = None
+    steps: int | None = None
+
+    @property
+    def overall(self) -> float | None:
+        """How far the whole work is, 0 to 1: through the stages when there are any, else
+        ``fraction``."""
+        if self.steps and self.step is not None and self.step >= 0:
+            return min(1.0, (self.step + (self.fraction or 0.0)) / self.steps)
+        return self.fraction
 
 
 ProgressCallback = Callable[[Progress], None]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, QTimer, Signal
 
+from workbench.modeltools.context import ProgressOfEvents
 from workbench.modeltools.errors import ModelToolError, ToolCancelled
 from workbench.modeltools.job_client import KILL_GRACE_S, JobEvents, invocation_bytes, job_command, parse_event_line
 from workbench.modeltools.params import ToolInvocation
@@ -32,8 +33,9 @@ class JobRunner(QObject):
     sig_stage = Signal(str, int, int)
     """The job entered a stage: name, index (0-based, -1 when unknown), count."""
 
-    sig_progress = Signal(float)
-    """Progress inside the current stage, 0..1."""
+    sig_progress = Signal(object)
+    """The job's progress (a ``workbench.tasks.Progress``): the stage it is in, its number
+    (``step``, from 0, -1 when unknown) of ``steps``, and how far into it (``fraction``)."""
 
     sig_log = Signal(str)
     """A line for the log: a ``log`` event, or a line the job wrote on stderr."""
@@ -53,6 +55,7 @@ class JobRunner(QObject):
         self._process: QProcess | None = None
         self._pid = 0
         self._events: JobEvents | None = None
+        self._progress = ProgressOfEvents()
         self._stdout = b""
         self._stderr = b""
         self._cancelled = False
@@ -75,6 +78,7 @@ class JobRunner(QObject):
             raise RuntimeError("a job is already running")
         self.report = None
         self._events = JobEvents(invocation, Path.cwd())
+        self._progress = ProgressOfEvents()
         self._stdout = self._stderr = b""
         self._cancelled = False
         process = QProcess(self)
@@ -142,15 +146,12 @@ class JobRunner(QObject):
         if event is None:
             return
         self._events.add(event)
-        kind = event.get("event")
-        if kind == "stage":
-            self.sig_stage.emit(str(event.get("name", "")), _int(event.get("index"), -1), _int(event.get("count"), 0))
-        elif kind == "progress":
-            try:
-                self.sig_progress.emit(max(0.0, min(1.0, float(event.get("fraction", 0.0)))))
-            except (TypeError, ValueError):
-                pass
-        elif kind == "log":
+        progress = self._progress.add(event)
+        if progress is not None:
+            if event.get("event") == "stage":
+                self.sig_stage.emit(progress.message, progress.step, progress.steps)
+            self.sig_progress.emit(progress)
+        elif event.get("event") == "log":
             self.sig_log.emit(str(event.get("text", "")))
 
     def _on_stderr(self) -> None:
@@ -206,13 +207,6 @@ class JobRunner(QObject):
 
 def default_job_command() -> list[str]:
     return job_command()
-
-
-def _int(value, default: int) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default
 
 
 def _sentence(message: str) -> str:

@@ -40,6 +40,7 @@ from workbench.modeltools.widgets.job_runner import CANCELLED, FAILED, SUCCEEDED
 from workbench.modeltools.widgets.param_form import ParamForm
 from workbench.modeltools.widgets.result_view import ResultView
 from workbench.modeltools.widgets.scrolling import WrappingScrollArea
+from workbench.tasks import Progress
 
 IDLE, RUNNING = "idle", "running"
 LOG_LINES = 20_000
@@ -183,8 +184,6 @@ class ToolWindow(QMainWindow):
         """Where the splitter's place is kept, per tool (replaceable in tests)."""
         self.run_on_open = runs_on_open(spec) if run_on_open is None else run_on_open
         self.form_folded = False
-        self._fraction = 0.0
-        self._stage_index, self._stage_count = -1, 0
         self._tasks = tasks
         self._report_time = ""
         self._produced: tuple[str, str] | None = None  # (the model run on, the model it wrote)
@@ -193,7 +192,6 @@ class ToolWindow(QMainWindow):
         self.setObjectName("tool-window")
 
         self.runner = JobRunner(job_command, self)
-        self.runner.sig_stage.connect(self._on_stage)
         self.runner.sig_progress.connect(self._on_progress)
         self.runner.sig_log.connect(self.append_log)
         self.runner.sig_finished.connect(self._on_finished)
@@ -361,7 +359,6 @@ class ToolWindow(QMainWindow):
         if self.result_view.report is not None:
             self.result_view.mark_previous(f"From the previous run ({self._report_time}); "
                                            "the new one replaces it when it is done.")
-        self._fraction, self._stage_index, self._stage_count = 0.0, -1, 0
         self.stage_text = "Starting"
         if self.log_view.blockCount() > 1 or self.log_view.toPlainText():
             self.append_log("")
@@ -439,24 +436,14 @@ class ToolWindow(QMainWindow):
 
     # --- the job ------------------------------------------------------------------------------
 
-    def _on_stage(self, name: str, index: int, count: int) -> None:
-        self.stage_text = name
-        self._stage_index, self._stage_count, self._fraction = index, count, 0.0
-        self._show_progress()
-
-    def _on_progress(self, fraction: float) -> None:
-        self._fraction = fraction
-        self._show_progress()
-
-    def _show_progress(self) -> None:
+    def _on_progress(self, progress: Progress) -> None:
+        self.stage_text = progress.message
         if self.progress.maximum() == 0:
             self.progress.setRange(0, PROGRESS_STEPS)
-        if self._stage_count > 0 and self._stage_index >= 0:
-            overall = (self._stage_index + self._fraction) / self._stage_count
-            label = f"{self.stage_text} ({self._stage_index + 1}/{self._stage_count})"
-        else:
-            overall = self._fraction
-            label = self.stage_text
+        label = progress.message
+        if progress.steps and progress.step is not None and progress.step >= 0:
+            label = f"{label} ({progress.step + 1}/{progress.steps})"
+        overall = progress.overall or 0.0
         self.progress.setValue(int(round(max(0.0, min(1.0, overall)) * PROGRESS_STEPS)))
         self.progress.setFormat(f"{label} — %p%" if label else "%p%")
 
