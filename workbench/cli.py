@@ -91,11 +91,11 @@ def _connect_hub(replace_foreign: bool = False) -> HubClient | None:
 
 
 def _hub_process_alive() -> bool:
-    from workbench.app.registry import process_is_alive
+    from workbench.platform.processes import is_alive
     from workbench.ipc.endpoint import hub_lock
 
     pid = hub_lock().holder_pid()
-    return pid is not None and process_is_alive(pid)
+    return pid is not None and is_alive(pid)
 
 
 def _wait_for_hub(process) -> HubClient:

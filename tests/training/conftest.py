@@ -75,7 +75,7 @@ def wait_for(condition, timeout: float = 15.0, interval: float = 0.02):
 
 
 def process_alive(pid: int) -> bool:
-    from workbench.training.processes import process_start
+    from workbench.platform.processes import process_start
 
     return process_start(pid) is not None
 

@@ -216,7 +216,7 @@ def test_more_than_one_process_runs_under_torchrun(service, project):
 
 
 def test_a_pid_that_now_belongs_to_another_process_is_never_signalled():
-    from workbench.training.processes import process_start, signal_group
+    from workbench.platform.processes import process_start, signal_group
 
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True)
     try:
@@ -229,14 +229,13 @@ def test_a_pid_that_now_belongs_to_another_process_is_never_signalled():
         kill_quietly(other.pid)
 
 
-def test_the_supervisor_imports_only_the_standard_library_and_the_training_service():
+def test_the_supervisor_imports_only_the_standard_library_the_platform_layer_and_the_training_service():
     code = ("import sys; before = set(sys.modules); import workbench.training.supervisor; "
             "print('\\n'.join(sorted(set(sys.modules) - before)))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     outside = [name for name in loaded if name.split(".")[0] not in sys.stdlib_module_names
-               and not name.startswith("workbench.training") and name not in
-               ("workbench", "workbench.project", "workbench.platform", "workbench.platform.atomic_files",
-                "workbench.project.lazy_exports")]
+               and not name.startswith(("workbench.training", "workbench.platform")) and name not in
+               ("workbench", "workbench.project", "workbench.project.lazy_exports")]
     assert outside == []
 
 

@@ -15,7 +15,7 @@ import pytest
 from tests.training.conftest import process_alive, wait_for
 from tests.trainkit.conftest import TINY_HPARAMS, TINY_PROJECT_FILE, TINY_SCRIPT
 from workbench.training import RunService, read_metrics
-from workbench.training.processes import child_processes
+from workbench.platform.processes import child_processes
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 

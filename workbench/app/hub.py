@@ -18,12 +18,13 @@ from workbench import __version__
 from workbench.app import launcher
 from workbench.app.heavy_modules import heavy_modules_loaded
 from workbench.app.quit_all import QuitAll
-from workbench.app.registry import WindowEntry, WindowRegistry, process_is_alive
+from workbench.app.registry import WindowEntry, WindowRegistry
 from workbench.ipc import messages
 from workbench.ipc.connection import DeferredAnswer, RpcConnection
 from workbench.ipc.endpoint import socket_path
 from workbench.ipc.errors import RpcError
 from workbench.ipc.server import RpcServer
+from workbench.platform.processes import is_alive
 from workbench.project import ProjectError, RecentProjects, load_project, user_config_dir
 
 log = logging.getLogger("workbench.hub")
@@ -352,7 +353,7 @@ class Hub(QObject):
         if entry is None or window_id in self._links:
             return
         process = self._children.get(window_id)
-        dead = process.poll() is not None if process else not process_is_alive(entry.pid)
+        dead = process.poll() is not None if process else not is_alive(entry.pid)
         if dead:
             self._children.pop(window_id, None)
             if entry.kind == messages.KIND_SPARE:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -62,19 +61,3 @@ class WindowRegistry:
     def has_user_windows(self) -> bool:
         return any(e.kind != messages.KIND_SPARE and e.state != messages.STATE_CRASHED
                    for e in self._entries.values())
-
-
-def process_is_alive(pid: int) -> bool:
-    """True while ``pid`` runs; a zombie of ours counts as dead (the caller reaps children)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat_file:
-            state = stat_file.read().rsplit(b")", 1)[1].split()[0]
-        return state != b"Z"
-    except (OSError, IndexError):
-        return True

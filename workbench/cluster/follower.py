@@ -55,7 +55,7 @@ from workbench.cluster.mirror import LogMirror, local_outputs, pull_products, re
 from workbench.training.errors import TrainingError
 from workbench.training.log_text import error_line, tail_text
 from workbench.training.metrics import final_metrics
-from workbench.training.processes import process_start
+from workbench.platform.processes import process_start
 from workbench.training.run_folder import RunFolder
 from workbench.training.run_info import (
     CANCELLED,

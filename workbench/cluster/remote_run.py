@@ -35,7 +35,7 @@ from workbench.platform.atomic_files import write_text_atomically
 from workbench.tasks import Cancelled, CancelToken, Progress
 from workbench.training.errors import TrainingError
 from workbench.training.hints import workbench_command
-from workbench.training.processes import is_same_process, process_start
+from workbench.platform.processes import is_same_process, process_start
 from workbench.training.run_folder import RunFolder, create_run_folder
 from workbench.training.run_info import (
     CLUSTER_BACKENDS,

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from workbench.device.errors import DeviceError
 from workbench.device.paired import PairedDevice, PairedDevices, format_address, now_iso, user_data_dir
+from workbench.platform.processes import command_line, is_alive
 from workbench_device.protocol import DEFAULT_PORT
 
 log = logging.getLogger(__name__)
@@ -255,28 +256,18 @@ def _alive(pid: int) -> bool:
             return False
     except ChildProcessError:
         pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        return state != "Z"
-    except (OSError, IndexError):
-        return True
+    return is_alive(pid)
 
 
 def _is_our_agent(pid: int) -> bool:
     """Whether ``pid`` runs and is an agent (not another program that got the id later)."""
     if not pid or not _alive(pid):
         return False
-    try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return True  # no /proc here: the id is all there is to go by
-    return b"workbench_device" in command or b"workbench-device-agent" in command
+    arguments = command_line(pid)
+    if arguments is None:
+        return True  # its command cannot be read: the id is all there is to go by
+    command = "\0".join(arguments)
+    return "workbench_device" in command or "workbench-device-agent" in command
 
 
 def _accepts(host: str, port: int) -> bool:

@@ -21,7 +21,8 @@ from workbench.platform.atomic_files import write_text_atomically
 from workbench.training.errors import TrainingError
 from workbench.training.hints import workbench_command
 from workbench.training.log_text import tail_text
-from workbench.training.processes import is_same_process, kill_run, stop_run
+from workbench.platform.processes import is_same_process
+from workbench.training.processes import kill_run, stop_run
 from workbench.training.run_folder import RunFolder, create_run_folder
 from workbench.training.run_info import COMPLETED, FAILED, STARTING, STOPPING, TERMINATED, RunInfo
 from workbench.training.run_spec import prepare_resume, prepare_run, trainer_environment

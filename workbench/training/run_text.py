@@ -11,7 +11,7 @@ import math
 import time
 from datetime import datetime
 
-from workbench.training.processes import signal_name
+from workbench.platform.processes import signal_name
 from workbench.training.run_info import STOPPED, TERMINATED
 
 # RunInfo.outage["kind"]: the follower lost the link, or the cluster does not answer about the job.

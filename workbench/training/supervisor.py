@@ -29,7 +29,8 @@ from pathlib import Path
 from workbench.training.errors import TrainingError
 from workbench.training.log_text import error_line, tail_text
 from workbench.training.metrics import final_metrics, format_record, parse_metric_line, read_metrics
-from workbench.training.processes import kill_run, process_start, signal_group, signal_name, stop_run
+from workbench.platform.processes import process_start, signal_group, signal_name
+from workbench.training.processes import kill_run, stop_run
 from workbench.training.run_folder import RunFolder
 from workbench.training.run_info import (
     COMPLETED,
