@@ -12,9 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from workbench.modeltools.data import SPLITS
-from workbench.modeltools.errors import ModelToolError
-from workbench.modeltools.params import Param, ToolSpec
+from workbench.modeltools import SPLITS, ModelToolError, Param, ToolSpec
 
 STAGES = ("Load data", "Convert", "Verify", "Time")
 OUTPUT_SUFFIX = ".mnn"
@@ -90,8 +88,7 @@ def converter_arguments(source: Path, target: Path, values: dict) -> list[str]:
 
 def run(values: dict, context):
     """Convert ``values["model"]`` to MNN and report the check against onnxruntime."""
-    from workbench.modeltools.outputs import atomic_output, check_output
-    from workbench.modeltools.report import ToolReport
+    from workbench.modeltools import ToolReport, atomic_output, check_output
 
     from workbench_mnn.native import mnn_version
     from workbench_mnn.quantized import is_quantized, refuse_what_mnn_breaks

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from workbench.modeltools.errors import ModelToolError
+from workbench.modeltools import ModelToolError
 
 MNN_DISTRIBUTION = "MNN"
 CONVERTER_MODULE = "_tools"

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workbench.modeltools.errors import ModelToolError
+from workbench.modeltools import ModelToolError
 
 ADVICE = ("MNN converts float models: convert the fp32 model and use --weight-quant-bits 8 or "
           "--fp16, or quantize with MNN's own tools")

@@ -1,5 +1,5 @@
 """Running ``.mnn`` files, so Compare, Quantize's evaluation and every other tool that opens a
-model through ``workbench.modeltools.runtimes.open_model`` can run MNN models.
+model through ``workbench.modeltools.open_model`` can run MNN models.
 
 MNN crashes the whole process (a segmentation fault, not an exception) when a module is fed a
 batch its graph cannot take, so the batch a model accepts is found first, on a throw-away MNN
@@ -18,8 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from workbench.modeltools.errors import ModelToolError
-from workbench.modeltools.runtimes import ModelSession
+from workbench.modeltools import ModelSession, ModelToolError
 
 from workbench_mnn.native import console_caught, load_runtime
 

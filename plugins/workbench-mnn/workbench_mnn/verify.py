@@ -10,9 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from workbench.modeltools import measure
-from workbench.modeltools.errors import ModelToolError, ToolCancelled
-from workbench.modeltools.report import ReportPlot, ReportTable, ToolReport
+from workbench.modeltools import (ModelToolError, ReportPlot, ReportTable, ToolCancelled, ToolReport, accuracy,
+                                  agreement, cosine_distance, latency, max_abs_diff)
 
 # Largest fp32 difference (relative to the outputs' scale) before the report warns: the two
 # runtimes order their sums differently, which costs a few float32 ulps, not more.
@@ -47,7 +46,7 @@ class Verification:
         if self.wanted <= 0:
             self.warnings.append("The conversion was not checked (verify_samples is 0).")
             return
-        from workbench.modeltools.runtimes import open_onnx
+        from workbench.modeltools import open_onnx
 
         try:
             self.reference = open_onnx(self.source, self.values.get("threads") or 1)
@@ -64,7 +63,7 @@ class Verification:
         self._choose_inputs()
 
     def _choose_inputs(self) -> None:
-        from workbench.modeltools.data import load_npz
+        from workbench.modeltools import load_npz
 
         shape = self.reference.input_shape
         if self.values.get("data"):
@@ -92,8 +91,7 @@ class Verification:
                              "for a check that reflects what the model will see.")
 
     def _project_data(self, project: Path, shape: list):
-        from workbench.modeltools.data import from_project
-        from workbench.modeltools.project_code import ProjectCode
+        from workbench.modeltools import ProjectCode, from_project
 
         try:
             code = ProjectCode(project)
@@ -179,17 +177,17 @@ class Verification:
                 raise ModelToolError(
                     f"the MNN model's output {name} has shape {ours.shape} where the ONNX "
                     f"model's has {theirs.shape}; the conversion is wrong, report it to MNN")
-            diff = measure.max_abs_diff(ours, theirs)
+            diff = max_abs_diff(ours, theirs)
             worst = max(worst, diff)
             scale = max(scale, float(np.max(np.abs(theirs))) if theirs.size else 0.0)
-            rows.append([name, diff, measure.cosine_distance(ours, theirs)])
+            rows.append([name, diff, cosine_distance(ours, theirs)])
         first_ours, first_theirs = pairs[0][1], pairs[0][2]
         figures = report.figures
         figures["max_abs_diff"] = worst
-        figures["agreement"] = measure.agreement(first_ours, first_theirs)
+        figures["agreement"] = agreement(first_ours, first_theirs)
         if y is not None:
-            figures["accuracy"] = measure.accuracy(first_ours, y)
-            figures["accuracy_drop"] = measure.accuracy(first_theirs, y) - figures["accuracy"]
+            figures["accuracy"] = accuracy(first_ours, y)
+            figures["accuracy_drop"] = accuracy(first_theirs, y) - figures["accuracy"]
         figures["verify_samples"] = count
         report.tables.append(ReportTable(
             f"Outputs: MNN against onnxruntime on {count} samples ({self.data_source})",
@@ -213,8 +211,8 @@ class Verification:
         session.run(one)
         once = max(time.perf_counter() - start, 1e-5)
         repeats = int(max(5, min(100, LATENCY_BUDGET_S / once)))
-        onnx = measure.latency(lambda: session.run(one), repeats=repeats, warmup=2,
-                               check_cancelled=context.check_cancelled)
+        onnx = latency(lambda: session.run(one), repeats=repeats, warmup=2,
+                       check_cancelled=context.check_cancelled)
         context.progress(0.5)
         # MNN is timed inside the worker, so the figure holds no inter-process traffic.
         ours = worker.latency(one, LATENCY_BUDGET_S, f"timing {shown_name}",
@@ -237,7 +235,7 @@ class Verification:
 
 
 def _size(path: Path) -> int:
-    from workbench.modeltools.outputs import file_size
+    from workbench.modeltools import file_size
 
     return file_size(path)
 

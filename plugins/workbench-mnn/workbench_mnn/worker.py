@@ -12,7 +12,7 @@ The parent side is ``worker_client.MnnWorker``. The protocol, JSON lines both wa
   ``run``      ``inputs`` (an ``.npy`` file), ``step``, ``outputs`` (an ``.npz`` file to write):
                run the opened model over the inputs, ``step`` samples at a time
   ``latency``  ``inputs``, ``budget_s``: time the opened model on one batch, like
-               ``workbench.modeltools.measure.latency``
+               ``workbench.modeltools.latency``
 
   End of input (or ``{"call": "quit"}``) ends the worker.
 - stdout, the replies (REPLIES): ``{"reply": "progress", "fraction"}`` while a call works,
@@ -77,7 +77,7 @@ class Worker:
     def on_latency(self, inputs: str, budget_s: float) -> dict:
         import numpy as np
 
-        from workbench.modeltools import measure
+        from workbench.modeltools import latency
 
         session = self._opened()
         one = np.load(inputs)
@@ -88,17 +88,17 @@ class Worker:
         done = iter(range(0, repeats, 10))
 
         def between_runs():
-            # measure.latency calls this before every tenth run, outside the timed part
+            # latency calls this before every tenth run, outside the timed part
             self.progress(next(done, repeats) / repeats)
 
-        return measure.latency(lambda: session.run(one), repeats=repeats, warmup=2,
-                               check_cancelled=between_runs)
+        return latency(lambda: session.run(one), repeats=repeats, warmup=2,
+                       check_cancelled=between_runs)
 
     def progress(self, fraction: float) -> None:
         self.reply({"reply": "progress", "fraction": max(0.0, min(1.0, float(fraction)))})
 
     def _opened(self):
-        from workbench.modeltools.errors import ModelToolError
+        from workbench.modeltools import ModelToolError
 
         if self.session is None:
             raise ModelToolError("the MNN worker was asked to run a model before opening one")
@@ -107,7 +107,7 @@ class Worker:
 
 def serve(requests, reply) -> None:
     """Answer ``requests`` (lines of JSON) until the last one or a ``quit``."""
-    from workbench.modeltools.errors import ModelToolError
+    from workbench.modeltools import ModelToolError
 
     worker = Worker(reply)
     for line in requests:

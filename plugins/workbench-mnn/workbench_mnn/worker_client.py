@@ -25,7 +25,7 @@ from typing import Callable
 
 import numpy as np
 
-from workbench.modeltools.errors import ModelToolError
+from workbench.modeltools import ModelToolError
 
 log = logging.getLogger(__name__)
 
