@@ -9,6 +9,8 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -106,6 +108,26 @@ def test_terminate_kills_the_job_on_the_host(project, ssh_cluster):
     wait_until(lambda: service.get(info.id).state == "running", 60, what="the job to run")
     done = service.terminate(info.id)
     assert done.state == "terminated"
+
+
+def test_a_run_refused_here_closes_the_connection_made_meanwhile_and_leaves_no_run(project, ssh_cluster,
+                                                                                 sshd_server):
+    """The connection to the cluster is made while the run is prepared here; hyper-parameters
+    that do not check out end both."""
+    from workbench.training import TrainingError
+
+    def open_transports():
+        return {thread for thread in threading.enumerate() if type(thread).__name__ == "Transport"
+                and thread.is_active()}
+
+    service = RunService(project)
+    before = open_transports()
+    with pytest.raises(TrainingError):
+        service.start(cluster="box", hparams_file="missing.hparams")
+    time.sleep(1)  # time enough for a connection left to itself to come up
+
+    assert open_transports() <= before
+    assert service.list_runs() == [] and not list((project / "runs").glob("*/run.json"))
 
 
 def test_a_killed_follower_is_started_again_when_the_runs_are_listed(project, ssh_cluster):

@@ -84,20 +84,27 @@ def start_cluster_run(project_dir: Path | str, profile_name: str, resources: Res
 
     project_dir = Path(project_dir).expanduser().resolve()
     profile = _profile(profile_name)
-    resources = _resources(resources).with_profile_defaults(profile).check()
-    backend = get_backend(profile.scheduler)
-    spec = prepare_run(project_dir, hparams_file, tuple(overrides), nproc=1, check_data=False)
-    data_settings = _data_settings(project_dir)
-    _check_data_paths(spec, project_dir, data_settings)
-    backend.script(_placeholder_job(resources))  # resources the backend cannot run are refused now
-    folder = create_run_folder(project_dir)
+    # The connection is made while the run is prepared here: the one waits on the network, the
+    # other on this machine's disk.
+    connecting = _connect_in_background(profile, connection)
+    try:
+        resources = _resources(resources).with_profile_defaults(profile).check()
+        backend = get_backend(profile.scheduler)
+        spec = prepare_run(project_dir, hparams_file, tuple(overrides), nproc=1, check_data=False)
+        data_settings = _data_settings(project_dir)
+        _check_data_paths(spec, project_dir, data_settings)
+        backend.script(_placeholder_job(resources))  # resources the backend cannot run are refused now
+        folder = create_run_folder(project_dir)
+    except BaseException:
+        _close_unless_given(connecting, connection)
+        raise
     info = RunInfo(id=folder.id, state=STARTING, run_dir=str(folder.path), project_dir=str(project_dir),
                    script=spec.script, hparams_file=spec.hparams_file, overrides=spec.overrides,
                    nproc=resources.world_size, created_at=time.time(), hparams=spec.hparams,
                    hparams_copy=spec.hparams_name, warnings=list(spec.warnings), backend=profile.scheduler,
                    cluster=profile.name, resources=resources.to_json(), supervisor_pid=os.getpid(),
                    supervisor_start=process_start(os.getpid()))
-    launch = _Launch(project_dir, folder, info, profile, backend, progress, cancel, connection)
+    launch = _Launch(project_dir, folder, info, profile, backend, progress, cancel, connection, connecting=connecting)
     try:
         write_text_atomically(folder.path / spec.hparams_name, spec.hparams_text)
         launch.save()
@@ -112,11 +119,12 @@ class _Launch:
     """One start (or resume) of a job, stage by stage; ``abandon`` undoes what it did."""
 
     def __init__(self, project_dir: Path, folder: RunFolder, info: RunInfo, profile, backend, progress, cancel,
-                 connection, keep_folder: bool = False):
+                 connection, keep_folder: bool = False, connecting: "_Background | None" = None):
         self.project_dir, self.folder, self.info = project_dir, folder, info
         self.profile, self.backend = profile, backend
         self.progress, self.cancel = progress, cancel
         self.conn, self._own_conn = connection, connection is None
+        self.connecting = connecting  # the connection being made already (_connect_in_background)
         self.keep_folder = keep_folder
         self.remote_run_dir = ""
         self.submitted = False
@@ -135,6 +143,12 @@ class _Launch:
 
     def connect(self):
         self.report("connect", f"Connecting to {self.profile.name} ({self.profile.destination})")
+        if self.connecting is not None:
+            connecting, self.connecting = self.connecting, None
+            connecting.join()
+            self.conn = connecting.result if connecting.result is not None else self.conn
+            if connecting.error is not None:
+                raise connecting.error
         if self.conn is None:
             from workbench.cluster.connection import ClusterConnection
 
@@ -250,6 +264,9 @@ class _Launch:
             pass
 
     def close(self) -> None:
+        if self.connecting is not None:
+            self.conn = _close_unless_given(self.connecting, None if self._own_conn else self.conn)
+            self.connecting = None
         if self._own_conn and self.conn is not None:
             self.conn.close()
 
@@ -292,6 +309,29 @@ class _Background:
 
     def join(self) -> None:
         self._thread.join()
+
+
+def _connect_in_background(profile, connection) -> _Background:
+    """``connection`` (or a new ClusterConnection to ``profile``) connecting on a thread of its
+    own; joined, its ``result`` is the connection, or its ``error`` says why there is none."""
+
+    def connect():
+        if connection is not None:
+            return connection.connect()
+        from workbench.cluster.connection import ClusterConnection
+
+        return ClusterConnection(profile).connect()
+
+    return _Background(connect)
+
+
+def _close_unless_given(connecting: _Background, given):
+    """Wait for ``connecting`` and close the connection it made unless it is ``given`` (the
+    caller's own); returns ``given``."""
+    connecting.join()
+    if connecting.result is not None and connecting.result is not given:
+        connecting.result.close()
+    return given
 
 
 class _CommandsOnly:
