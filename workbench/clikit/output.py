@@ -6,6 +6,7 @@ same with and without ``--json``."""
 
 from __future__ import annotations
 
+import functools
 import json
 from contextlib import contextmanager
 from typing import Callable, Iterator
@@ -25,10 +26,10 @@ def print_json(data: object) -> None:
 
 
 def emit(data: object, as_json: bool, text: str) -> None:
-    """The result: ``data`` as JSON with ``--json``, else ``text``."""
+    """The result: ``data`` as JSON with ``--json``, else ``text`` (nothing when it is empty)."""
     if as_json:
         print_json(data)
-    else:
+    elif text:
         click.echo(text)
 
 
@@ -58,3 +59,18 @@ def reported_errors(as_json: bool = False, fields: dict | None = None,
         if as_json:
             print_json({"error": message, **(fields or {}), **(error_fields(exc) if error_fields else {})})
         raise CommandFailed(message) from None
+
+
+def reports_errors(function=None, *, error_fields: Callable[[BaseException], dict] | None = None):
+    """A command function whose errors and cancels end it as ``reported_errors`` says, with
+    ``--json`` when its ``as_json`` argument is true. Usable bare (``@reports_errors``) or with
+    ``error_fields``."""
+    def decorate(command):
+        @functools.wraps(command)
+        def run(*args, **kwargs):
+            with reported_errors(kwargs.get("as_json", False), error_fields=error_fields):
+                return command(*args, **kwargs)
+
+        return run
+
+    return decorate(function) if function is not None else decorate

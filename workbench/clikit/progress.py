@@ -23,9 +23,10 @@ BAR_WIDTH = 20
 class ProgressLine:
     """Shows progress on ``stream`` (default: stderr), as the module says.
 
-    It is a service's progress callback (``ProgressLine(...)(Progress(...))``); the stage of a
-    report is its text before its counts (``Syncing data`` of ``Syncing data: 3 of 9 files``),
-    prefixed with the report's ``stage`` attribute when it has one. A job process's events
+    It is a service's progress callback (``ProgressLine(...)(Progress(...))``). A report of
+    declared stages (``steps``) names its stage; any other's stage is its text before its
+    counts (``Syncing data`` of ``Syncing data: 3 of 9 files``), prefixed with the report's
+    ``stage`` attribute when it has one (a cluster start's). A job process's events
     (``{"event": "stage" | "progress" | "log" | "stderr", …}``) go to ``handle``."""
 
     def __init__(self, stream=None, interactive: bool | None = None, clock=time.monotonic):
@@ -46,6 +47,16 @@ class ProgressLine:
 
     def __call__(self, report) -> None:
         """A service's report (a ``workbench.tasks.Progress``)."""
+        steps = getattr(report, "steps", None)
+        if steps:  # work of declared stages: the message is the stage's name
+            index = getattr(report, "step", None)
+            step = (str(index), report.message)
+            if step != self._step:
+                self.begin(report.message, -1 if index is None else index, steps, report.fraction)
+                self._step = step
+            else:
+                self.update(report.fraction)
+            return
         stage = getattr(report, "stage", "")
         text = f"{stage}: {report.message}" if stage else report.message
         step = (stage, stage_name(report.message))

@@ -1,17 +1,19 @@
 """``workbench cluster …``: cluster profiles from a terminal (add, edit, list, show, remove, test,
 passphrase).
 
-Errors are ClusterError; the ``workbench`` command prints them as one line and exits 1. The
-service modules are imported inside the commands: ``--help`` needs none of them.
+Errors and ``--json`` are the CLI kit's (workbench.clikit): an error (ClusterError) is one line
+and exit status 1 (with ``--json``, stdout gets ``{"error": …}`` too). The service modules are
+imported inside the commands: ``--help`` needs none of them.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
 import click
+
+from workbench.clikit import emit, print_json, reports_errors
 
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 _NAME = click.argument("name")
@@ -73,6 +75,7 @@ def cluster_group() -> None:
 @_NAME
 @_profile_options(adding=True)
 @_JSON
+@reports_errors
 def add_command(name: str, key_file: Path | None, env: tuple[str, ...], as_json: bool, **values) -> None:
     """Add a cluster profile called NAME."""
     from workbench.cluster.errors import ClusterError
@@ -83,7 +86,7 @@ def add_command(name: str, key_file: Path | None, env: tuple[str, ...], as_json:
                            f"`workbench cluster edit {name} …`, or remove it first.")
     profile = ClusterProfile(name=name, key_file=_key_path(key_file), env=_env(env), **values)
     path = save_profile(profile)
-    _emit(profile.to_json(), as_json,
+    emit(profile.to_json(), as_json,
           f"Added {name} ({profile.destination}) to {path}. Check it with `workbench cluster test {name}`.")
 
 
@@ -91,6 +94,7 @@ def add_command(name: str, key_file: Path | None, env: tuple[str, ...], as_json:
 @_NAME
 @_profile_options(adding=False)
 @_JSON
+@reports_errors
 def edit_command(name: str, key_file: Path | None, no_key: bool, env: tuple[str, ...], unset_env: tuple[str, ...],
                  as_json: bool, **values) -> None:
     """Change the options given of the cluster profile NAME; the others stay."""
@@ -111,18 +115,19 @@ def edit_command(name: str, key_file: Path | None, no_key: bool, env: tuple[str,
         profile.env.pop(variable, None)
     profile.env.update(_env(env))
     path = save_profile(profile)
-    _emit(profile.to_json(), as_json, f"Saved {name} in {path}.")
+    emit(profile.to_json(), as_json, f"Saved {name} in {path}.")
 
 
 @cluster_group.command("list")
 @_JSON
+@reports_errors
 def list_command(as_json: bool) -> None:
     """List the cluster profiles."""
     from workbench.cluster.profiles import load_profiles
 
     profiles = load_profiles()
     if as_json:
-        _emit([p.to_json() for p in profiles], True, "")
+        print_json([p.to_json() for p in profiles])
         return
     if not profiles:
         click.echo("No cluster profiles yet. Add one with `workbench cluster add NAME --host HOST`.")
@@ -138,13 +143,14 @@ def list_command(as_json: bool) -> None:
 @cluster_group.command("show")
 @_NAME
 @_JSON
+@reports_errors
 def show_command(name: str, as_json: bool) -> None:
     """Show the cluster profile NAME."""
     from workbench.cluster.profiles import get_profile, profiles_file
 
     profile = get_profile(name)
     if as_json:
-        _emit(profile.to_json(), True, "")
+        print_json(profile.to_json())
         return
     rows = [("name", profile.name), ("destination", profile.destination), ("host", profile.host),
             ("port", str(profile.port)), ("user", profile.user or f"{profile.login_user} (your local name)"),
@@ -165,6 +171,7 @@ def show_command(name: str, as_json: bool) -> None:
 @cluster_group.command("remove")
 @_NAME
 @click.option("--yes", "-y", is_flag=True, help="Remove it without asking, even while runs still use it.")
+@reports_errors
 def remove_command(name: str, yes: bool) -> None:
     """Remove the cluster profile NAME (runs made with it stay).
 
@@ -205,6 +212,7 @@ def _projects_in_use() -> list[Path]:
 @click.option("--trust", is_flag=True,
               help="Trust and remember the cluster's host key if it is not known yet (never a changed one).")
 @_JSON
+@reports_errors
 def test_command(name: str, trust: bool, as_json: bool) -> None:
     """Check that the cluster NAME is ready for runs: connection, folders, git, Python and
     torch, and the scheduler. Prints each check with what to do when it failed; exits 1 then."""
@@ -232,8 +240,8 @@ def test_command(name: str, trust: bool, as_json: bool) -> None:
             report.show_held()
     failed = [c for c in checks if not c.ok and not c.skipped]
     if as_json:
-        _emit([{"name": c.name, "ok": c.ok, "skipped": c.skipped, "detail": c.detail, "advice": c.advice}
-               for c in checks], True, "")
+        print_json([{"name": c.name, "ok": c.ok, "skipped": c.skipped, "detail": c.detail, "advice": c.advice}
+                    for c in checks])
         if failed:
             sys.exit(1)
         return
@@ -245,6 +253,7 @@ def test_command(name: str, trust: bool, as_json: bool) -> None:
 @cluster_group.command("passphrase")
 @_NAME
 @click.option("--forget", is_flag=True, help="Delete the stored passphrase instead.")
+@reports_errors
 def passphrase_command(name: str, forget: bool) -> None:
     """Keep the passphrase of NAME's key file in the OS keyring (asked without echo; checked
     against the key first). It is never written to a file."""
@@ -330,7 +339,3 @@ def _env(assignments: tuple[str, ...]) -> dict[str, str]:
     from workbench.cluster.profiles import parse_env_assignment
 
     return dict(parse_env_assignment(text) for text in assignments)
-
-
-def _emit(data, as_json: bool, text: str) -> None:
-    click.echo(json.dumps(data, indent=2) if as_json else text)

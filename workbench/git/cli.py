@@ -1,6 +1,7 @@
 """``workbench git …``: the Git service for scripts and headless use.
 
-Errors are GitError; the ``workbench`` command prints them as one line and exits 1.
+Errors and ``--json`` are the CLI kit's (workbench.clikit): an error (GitError) is one line and
+exit status 1 (with ``--json``, stdout gets ``{"error": …}`` too).
 """
 
 from __future__ import annotations
@@ -9,19 +10,12 @@ from pathlib import Path
 
 import click
 
+from workbench.clikit import emit, reports_errors
+
 # The service modules are imported inside the commands: `workbench git --help` needs none of them.
 
 _PATH = click.argument("path", required=False, default=".", type=click.Path(path_type=Path))
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-
-
-def _emit(data: object, as_json: bool, text: str) -> None:
-    if as_json:
-        import json
-
-        click.echo(json.dumps(data, indent=2))
-    elif text:
-        click.echo(text)
 
 
 def _open(path: Path):
@@ -42,6 +36,7 @@ def git_group() -> None:
 @git_group.command("status")
 @_PATH
 @_JSON
+@reports_errors
 def status_command(path: Path, as_json: bool) -> None:
     """Show the branch and the changed files of the repository at PATH (default: here)."""
     from dataclasses import asdict
@@ -51,7 +46,7 @@ def status_command(path: Path, as_json: bool) -> None:
     status = read_status(_open(path))
     data = {**asdict(status), "is_clean": status.is_clean, "is_detached": status.is_detached}
     del data["pull_mode_configured"]  # not read here: only the window asks it
-    _emit(data, as_json, _status_text(status))
+    emit(data, as_json, _status_text(status))
 
 
 def _status_text(status) -> str:
@@ -94,6 +89,7 @@ def flow_group() -> None:
 @click.option("--develop", help="Integration branch (default: develop).")
 @click.option("--tag-prefix", default="", help="Put before a version to make its tag, for example v.")
 @_JSON
+@reports_errors
 def flow_init_command(path: Path, defaults: bool, master: str | None, develop: str | None, tag_prefix: str,
                       as_json: bool) -> None:
     """Set the repository at PATH up for git-flow, as `git flow init -d` does.
@@ -104,7 +100,7 @@ def flow_init_command(path: Path, defaults: bool, master: str | None, develop: s
     from workbench.git import flow
 
     config = flow.init(_open(path), master=master, develop=develop, version_tag_prefix=tag_prefix)
-    _emit(_config_data(config), as_json,
+    emit(_config_data(config), as_json,
           f"git-flow is set up: releases on {config.master}, development on {config.develop}.")
 
 
@@ -116,6 +112,7 @@ def _config_data(config) -> dict:
 @flow_group.command("list")
 @_PATH
 @_JSON
+@reports_errors
 def flow_list_command(path: Path, as_json: bool) -> None:
     """List the open feature, bugfix, release, hotfix and support branches of PATH."""
     from workbench.git import flow
@@ -128,7 +125,7 @@ def flow_list_command(path: Path, as_json: bool) -> None:
     data = {kind: [_branch_data(b) for b in branches] for kind, branches in listed.items()}
     lines = [f"{'*' if b.current else ' '} {kind:<8} {b.name}" + (f"  (from {b.base})" if b.base else "")
              for kind, branches in listed.items() for b in branches]
-    _emit(data, as_json, "\n".join(lines) or "No feature, bugfix, release, hotfix or support branches are open.")
+    emit(data, as_json, "\n".join(lines) or "No feature, bugfix, release, hotfix or support branches are open.")
 
 
 def _branch_data(branch) -> dict:
@@ -148,11 +145,12 @@ def _kind_group(kind: str, what: str) -> click.Group:
     @_PATH
     @click.option("--base", help=_START_BASE[kind])
     @_JSON
+    @reports_errors
     def start_command(name: str, path: Path, base: str | None, as_json: bool) -> None:
         from workbench.git import flow
 
         started = flow.start(_open(path), kind, name, base)
-        _emit(_branch_data(started), as_json, f"Started {kind} {name} on {started.branch}"
+        emit(_branch_data(started), as_json, f"Started {kind} {name} on {started.branch}"
               + (f", from {started.base}" if started.base else f", from {base}") + ".")
 
     start_command.help = f"Start the {kind} NAME in the repository at PATH and check it out."
@@ -164,6 +162,7 @@ def _kind_group(kind: str, what: str) -> click.Group:
     @click.option("-k", "--keep", is_flag=True, help="Keep the branch after finishing.")
     @click.option("-S", "--squash", is_flag=True, help="Squash the branch into one commit when merging.")
     @_JSON
+    @reports_errors
     def finish_command(name: str, path: Path, message: str | None, keep: bool, squash: bool, as_json: bool) -> None:
         from dataclasses import asdict
 
@@ -173,7 +172,7 @@ def _kind_group(kind: str, what: str) -> click.Group:
         text = f"Finished {kind} {name}: merged into {', '.join(result.merged_into)}"
         text += f"; tagged {result.tag}" if result.tag else ""
         text += f"; deleted {result.branch}" if result.deleted else f"; kept {result.branch}"
-        _emit(asdict(result), as_json, text + f". You are on {result.current_branch}.")
+        emit(asdict(result), as_json, text + f". You are on {result.current_branch}.")
 
     finish_command.help = _FINISH_HELP[kind]
 
@@ -182,11 +181,12 @@ def _kind_group(kind: str, what: str) -> click.Group:
     @_PATH
     @click.option("--remote", default="origin", show_default=True, help="Remote to push to.")
     @_JSON
+    @reports_errors
     def publish_command(name: str, path: Path, remote: str, as_json: bool) -> None:
         from workbench.git import flow
 
         published = flow.publish(_open(path), kind, name, remote)
-        _emit(_branch_data(published), as_json, f"Published {published.branch} on {remote}, with tracking.")
+        emit(_branch_data(published), as_json, f"Published {published.branch} on {remote}, with tracking.")
 
     publish_command.help = f"Push the {kind} NAME to the remote and track it there."
     return group

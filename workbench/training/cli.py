@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from workbench.clikit import CtrlC, ProgressLine, print_json, reported_errors
+from workbench.clikit import CtrlC, ProgressLine, print_json, reports_errors
 
 FOLLOW_POLL_S = 0.1
 # run.json is looked at this often between log reads, so the command ends as soon as the run does.
@@ -25,16 +25,6 @@ METRIC_COLUMNS = ("loss", "acc", "val_loss", "val_acc", "test_acc")
 
 _JSON = click.option("--json", "as_json", is_flag=True, help="Print the run (or runs) as JSON.")
 _PROJECT_HELP = "The project folder, as PROJECT (default: the project that holds the current folder)."
-
-
-def _reported(function):
-    """A command whose errors and cancels end it as the CLI kit does, ``--json`` included."""
-    @functools.wraps(function)
-    def command(*args, **kwargs):
-        with reported_errors(kwargs.get("as_json", False)):
-            return function(*args, **kwargs)
-
-    return command
 
 
 def _project(function):
@@ -183,7 +173,7 @@ def _print_problems(refused, project_dir: Path) -> str:
 @click.option("--mem", default="", metavar="MEM", help="With --cluster: memory per node, e.g. 16G.")
 @click.option("--time", "time_limit", default="", metavar="TIME", help="With --cluster: time limit, e.g. 02:00:00.")
 @click.option("--partition", default="", help="With --cluster: partition (default: the profile's).")
-@_reported
+@reports_errors
 def train_command(project: Path | None, hparams_file: Path | None, nproc: int, overrides: tuple[str, ...],
                   as_json: bool, detach: bool, cluster: str | None, nodes: int, gpus_per_node: int, cpus: int,
                   mem: str, time_limit: str, partition: str) -> None:
@@ -401,7 +391,7 @@ def runs_group() -> None:
 @runs_group.command("list")
 @_project
 @_JSON
-@_reported
+@reports_errors
 def list_command(project: Path | None, as_json: bool) -> None:
     """List the runs, newest first, with their state, duration and final metrics."""
     from workbench.training.hints import workbench_command
@@ -434,7 +424,7 @@ def list_command(project: Path | None, as_json: bool) -> None:
 @runs_group.command("show")
 @_project_and_run
 @_JSON
-@_reported
+@reports_errors
 def show_command(run: str, project: Path | None, as_json: bool) -> None:
     """Show everything recorded about RUN."""
     from workbench.training.run_text import exit_code_text, problem_text, scheduler_text, state_text
@@ -494,7 +484,7 @@ def _resume_text(resume: dict) -> str:
 @runs_group.command("logs")
 @_project_and_run
 @click.option("-f", "--follow", is_flag=True, help="Keep printing what the run prints until it ends.")
-@_reported
+@reports_errors
 def logs_command(run: str, project: Path | None, follow: bool) -> None:
     """Print what RUN printed (its stderr to stderr), in the order it came where that was
     recorded (runs on a cluster), else stdout, then stderr."""
@@ -511,7 +501,7 @@ def logs_command(run: str, project: Path | None, follow: bool) -> None:
 @runs_group.command("pull")
 @_project_and_run
 @_JSON
-@_reported
+@reports_errors
 def pull_command(run: str, project: Path | None, as_json: bool) -> None:
     """Fetch a cluster run's checkpoints and outputs into its run folder (only what is new or
     changed). Runs on a cluster do this by themselves when they end."""
@@ -531,7 +521,7 @@ def pull_command(run: str, project: Path | None, as_json: bool) -> None:
 @runs_group.command("stop")
 @_project_and_run
 @_JSON
-@_reported
+@reports_errors
 def stop_command(run: str, project: Path | None, as_json: bool) -> None:
     """Ask RUN to checkpoint and exit (it can be resumed later)."""
     service = _service(project)
@@ -557,7 +547,7 @@ def stop_command(run: str, project: Path | None, as_json: bool) -> None:
 @runs_group.command("terminate")
 @_project_and_run
 @_JSON
-@_reported
+@reports_errors
 def terminate_command(run: str, project: Path | None, as_json: bool) -> None:
     """Kill RUN and every process it started, at once (no checkpoint)."""
     info = _service(project).terminate(run)
@@ -587,7 +577,7 @@ def terminate_command(run: str, project: Path | None, as_json: bool) -> None:
 @click.option("--time", "time_limit", default=None, metavar="TIME",
               help="With --new, on a cluster: time limit, e.g. 02:00:00.")
 @click.option("--partition", default=None, help="With --new, on a cluster: partition (default: the profile's).")
-@_reported
+@reports_errors
 def resume_command(run: str, project: Path | None, new_run: bool, overrides: tuple[str, ...], follow: bool,
                    as_json: bool, cluster: str | None, nodes: int | None, gpus_per_node: int | None,
                    nproc: int | None, cpus: int | None, mem: str | None, time_limit: str | None,
