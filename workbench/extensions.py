@@ -1,5 +1,6 @@
-"""Plugins: Python packages that add model tools and model runtimes through the entry-point
-group ``workbench.plugins``. Each entry point names a function taking an ``Extensions`` object:
+"""Plugins: Python packages that add model tools, model runtimes and run backends through the
+entry-point group ``workbench.plugins``. Each entry point names a function taking an
+``Extensions`` object:
 
     [project.entry-points."workbench.plugins"]
     mnn = "workbench_mnn:register"
@@ -7,6 +8,9 @@ group ``workbench.plugins``. Each entry point names a function taking an ``Exten
     def register(extensions):
         extensions.add_model_tool(SPEC)
         extensions.add_model_runtime((".mnn",), "workbench_mnn.runtime:open_mnn_model")
+        extensions.add_run_backend("k8s", "workbench_k8s.backend:KubernetesBackend")
+
+Workbench's own cluster backends (Slurm, plain SSH hosts) register through this same group.
 
 Workbench never imports a plugin by name; a plugin that fails to load is logged and listed in
 ``errors``, and the rest of Workbench goes on without it.
@@ -26,10 +30,13 @@ ENTRY_POINT_GROUP = "workbench.plugins"
 @dataclass
 class Extensions:
     """What the plugins added. ``model_runtimes`` maps a file suffix to ``"module:function"``,
-    a function ``(path, threads) -> ModelSession`` (see workbench.modeltools.runtimes)."""
+    a function ``(path, threads) -> ModelSession`` (see workbench.modeltools.runtimes).
+    ``run_backends`` maps a backend's name (``RunInfo.backend``) to ``"module:factory"``, a
+    callable taking no arguments that returns a ``workbench.training.backends.RunBackend``."""
 
     model_tools: list[Any] = field(default_factory=list)
     model_runtimes: dict[str, str] = field(default_factory=dict)
+    run_backends: dict[str, str] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     _current_plugin: str = ""
 
@@ -41,6 +48,11 @@ class Extensions:
     def add_model_runtime(self, suffixes: tuple[str, ...], opener: str) -> None:
         for suffix in suffixes:
             self.model_runtimes[suffix.lower()] = opener
+
+    def add_run_backend(self, name: str, factory: str) -> None:
+        """Runs recorded with backend ``name`` train through the backend ``factory()`` makes
+        (``"module:callable"``, imported when a run needs it)."""
+        self.run_backends[name] = factory
 
 
 _loaded: Extensions | None = None
@@ -64,3 +76,11 @@ def load_extensions(reload: bool = False) -> Extensions:
     extensions._current_plugin = ""
     _loaded = extensions
     return extensions
+
+
+def load_object(reference: str) -> Any:
+    """The object a ``"module:name"`` reference names, its module imported now."""
+    from importlib import import_module
+
+    module_name, _, name = reference.partition(":")
+    return getattr(import_module(module_name), name)

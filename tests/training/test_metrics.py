@@ -7,7 +7,7 @@ import math
 import os
 
 from workbench.training import MetricsTail, final_metrics, parse_metric_line, read_metrics
-from workbench.training.local_runner import keep_metrics_up_to
+from workbench.training.metrics import keep_metrics_up_to
 from workbench.training.log_text import error_line
 
 

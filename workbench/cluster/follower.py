@@ -32,7 +32,6 @@ import functools
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 import traceback
@@ -52,10 +51,11 @@ from workbench.cluster.jobs import (
     get_backend,
 )
 from workbench.cluster.mirror import LogMirror, local_outputs, pull_products, read_mirror_state
+from workbench.platform.detach import detach, start_detached
 from workbench.training.errors import TrainingError
 from workbench.training.log_text import error_line, tail_text
-from workbench.training.metrics import final_metrics
 from workbench.platform.processes import process_start
+from workbench.training.run_end import RunRecorder, recorded_outcome, requested_end
 from workbench.training.run_folder import RunFolder
 from workbench.training.run_info import (
     CANCELLED,
@@ -64,12 +64,10 @@ from workbench.training.run_info import (
     LOST,
     PENDING,
     RUNNING,
-    STOPPED,
     STOPPING,
     TERMINATED,
     RunInfo,
 )
-from workbench.training.run_store import RunStore
 from workbench.training.run_text import CONNECTION, SCHEDULER, outage_note
 
 LOCK_FILE = "follower.lock"
@@ -92,14 +90,13 @@ NO_ANSWER_NOTE = "Cannot follow the job on "
 GAVE_UP_NOTE = "Not followed since "
 _NOTES = (LOST_NOTE, NO_ANSWER_NOTE, GAVE_UP_NOTE)
 FETCHING = "the job has ended; fetching its checkpoints and outputs"
-NOT_RESUMABLE_STOP = "stopped before its first checkpoint, so it cannot be resumed; start it again"
 _SCHEDULER_LINES = ("srun: ", "slurmstepd: ", "slurmstepd-")
 
 
 class Follower:
     def __init__(self, folder: RunFolder, connect=None):
         self.folder = folder
-        self.store = RunStore(folder.path.parent.parent)
+        self.record = RunRecorder(folder, "follower")
         self.info = folder.read_info()
         self.backend = get_backend(self.info.backend)
         self._connect_with = connect or connect_to_cluster
@@ -307,14 +304,14 @@ class Follower:
         self._refresh_info()
         info = self.info
         info.scheduler_state, info.scheduler_reason = job.scheduler_state, job.reason
-        info.state, info.error = self._outcome(job)
+        state, error = self._outcome(job)
         if job.signal:
-            info.exit_code = -job.signal
+            exit_code = -job.signal
         elif job.state == JOB_CANCELLED and job.exit_code == 0:
             # Slurm's "0:0" for a job it cancelled says nothing of how the trainer ended.
-            info.exit_code = None
+            exit_code = None
         else:
-            info.exit_code = job.exit_code
+            exit_code = job.exit_code
         # When the job ended, not when that was seen here (the cluster may have been out of
         # reach then).
         info.ended_at = job.ended_at or time.time()
@@ -326,35 +323,32 @@ class Follower:
             elif info.started_at is None or info.segment_started_at is None:
                 # It ran between two looks, and nothing says when it began.
                 self._started(info.ended_at, known=False)
-        info.final_metrics = final_metrics(self.folder.metrics)
         info.products = local_outputs(self.folder)
         info.pulled_at = time.time()
-        _log(f"run {info.state}; fetched {len(report.fetched)} files ({report.bytes_fetched} bytes)")
-        self._save()
+        _log(f"run {state}; fetched {len(report.fetched)} files ({report.bytes_fetched} bytes)")
+        self.record.end(info, state, error, exit_code, ended_at=info.ended_at)
 
     def _outcome(self, job: JobState) -> tuple[str, str]:
         # A job that ended by itself with status 0 before the terminate reached it (a stop asked
         # for first had done its work) ended as it says, not terminated.
-        terminated = self.folder.terminate_requested.exists() and not (
-            job.state == JOB_COMPLETED and job.exit_code == 0 and not job.signal)
-        if terminated:
+        requested = requested_end(self.folder, ended_by_itself=(
+            job.state == JOB_COMPLETED and job.exit_code == 0 and not job.signal))
+        if requested is not None and requested[0] == TERMINATED:
             return (CANCELLED if self.info.backend == "slurm" else TERMINATED), ""
-        if self.folder.stop_requested.exists():
+        if requested is not None:
             if job.state in (JOB_CANCELLED, JOB_UNKNOWN) and self.info.started_at is None:
                 return CANCELLED, "stopped before it started: the job left the queue"
-            if self.folder.latest_checkpoint() is None:
-                return STOPPED, NOT_RESUMABLE_STOP
-            return STOPPED, ""
+            return requested
         if job.state == JOB_COMPLETED:
             return COMPLETED, ""
         if job.state == JOB_CANCELLED:
             return CANCELLED, "cancelled on the cluster" + (f" ({job.reason})" if job.reason else "")
         if job.state == JOB_FAILED:
             return FAILED, self._error(job)
-        outcome = self.folder.read_outcome()
         segment = self.info.segment_started_at or self.info.started_at or self.info.created_at
-        if outcome is not None and outcome["time"] >= segment - 60:
-            return (COMPLETED if outcome["state"] == "completed" else STOPPED), ""
+        outcome = recorded_outcome(self.folder, segment, slack=60)
+        if outcome is not None:
+            return outcome[0], ""
         return LOST, (f"The job's end was not seen: {job.reason or 'the cluster no longer knows it'}. Its logs, "
                       "metrics, checkpoints and outputs are kept.")
 
@@ -389,12 +383,7 @@ class Follower:
         self.info = current
 
     def _save(self) -> None:
-        """run.json first (the folder has the last word), then the project's run store."""
-        self.folder.write_info(self.info)
-        try:
-            self.store.put(self.info)
-        except TrainingError as exc:
-            print(f"workbench follower: {exc}", file=sys.stderr, flush=True)
+        self.record.save(self.info)
 
     def _sleep(self, seconds: float) -> None:
         """Sleep, waking early for a stop or terminate that has not been sent yet."""
@@ -508,16 +497,7 @@ def start_follower(run_dir: Path | str) -> None:
     the window or command that started it). Returns once it is on its own; a follower already
     following the run makes the new one exit at once."""
     folder = RunFolder(Path(run_dir))
-    env = dict(os.environ)
-    # The follower must import this very Workbench, however this process found it.
-    workbench_root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [workbench_root, env.get("PYTHONPATH", "")]))
-    with open(folder.path / LOG_FILE, "ab") as log:
-        launcher = subprocess.Popen([sys.executable, "-m", "workbench.cluster.follower", str(folder.path)],
-                                    cwd=folder.path, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                    start_new_session=True)
-    # Its first process forks and exits at once: reaping it here leaves no zombie.
-    launcher.wait()
+    start_detached("workbench.cluster.follower", [str(folder.path)], folder.path / LOG_FILE, cwd=folder.path)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -526,8 +506,7 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m workbench.cluster.follower RUN_DIR", file=sys.stderr)
         return 2
     folder = RunFolder(Path(args[0]).resolve())
-    if os.fork() > 0:
-        os._exit(0)
+    detach()
     try:
         # A watcher in the background: the window, the command line and the job come first.
         os.nice(5)

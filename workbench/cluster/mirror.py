@@ -29,14 +29,13 @@ import errno
 import json
 import os
 import re
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from workbench.platform.atomic_files import write_text_atomically
 from workbench.training.log_order import ArrivalRecorder
-from workbench.training.metrics import format_record, parse_metric_line
+from workbench.training.metrics import PrintedMetrics, format_record, last_step, parse_metric_line
 from workbench.training.run_folder import RunFolder
 
 MIRRORED = ("stdout.log", "stderr.log", "metrics.jsonl")
@@ -60,7 +59,7 @@ class LogMirror:
         self.metrics_source = metrics_source   # "", "trainer" or "stdout", as RunInfo has it
         self.stop_requested = False   # set while a stop asked for here is under way
         self._state = read_mirror_state(folder)
-        self._last_step = None
+        self._printed: PrintedMetrics | None = None
         self._order = ArrivalRecorder(folder.path)
 
     def poll(self, sftp: Any, final: bool = False) -> bool:
@@ -131,24 +130,15 @@ class LogMirror:
             if record is not None:
                 records.append(record)
         if records:
-            if self._last_step is None and self.metrics_source == "stdout":
-                self._last_step = _last_step(self.folder.metrics)
+            if self._printed is None:
+                previous = last_step(self.folder.metrics) if self.metrics_source == "stdout" else None
+                self._printed = PrintedMetrics(previous)
             self.metrics_source = "stdout"
             with open(self.folder.metrics, "a", encoding="utf-8") as out:
                 for record in records:
-                    out.write(format_record(self._ordered(record)))
+                    out.write(format_record(self._printed.record(record)))
         self._state["parsed"] = start + end
         self.save()
-
-    def _ordered(self, record: dict) -> dict:
-        if "step" in record:
-            self._last_step = record["step"]
-        elif self._last_step is not None:
-            record["step"] = self._last_step
-        ordered = {name: record.pop(name) for name in ("step", "epoch") if name in record}
-        ordered["time"] = round(time.time(), 3)
-        ordered.update(record)
-        return ordered
 
     def save(self) -> None:
         write_mirror_state(self.folder, self._state)
@@ -339,10 +329,3 @@ def _read_exactly(handle: Any, count: int) -> bytes:
         chunks.append(chunk)
         left -= len(chunk)
     return b"".join(chunks)
-
-
-def _last_step(path: Path):
-    from workbench.training.metrics import read_metrics
-
-    steps = [r["step"] for r in read_metrics(path) if isinstance(r.get("step"), (int, float))]
-    return steps[-1] if steps else None

@@ -26,19 +26,19 @@ import posixpath
 import shlex
 import shutil
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 from workbench.cluster.errors import ClusterError
 from workbench.cluster.jobs import JobSpec, Resources, get_backend
 from workbench.platform.atomic_files import write_text_atomically
-from workbench.tasks import Cancelled, CancelToken, Progress
+from workbench.tasks import Cancelled, CancelToken
+from workbench.training.backends import RunProgress
 from workbench.training.errors import TrainingError
 from workbench.training.hints import workbench_command
 from workbench.platform.processes import is_same_process, process_start
 from workbench.training.run_folder import RunFolder, create_run_folder
 from workbench.training.run_info import (
-    CLUSTER_BACKENDS,
     COMPLETED,
     FAILED,
     PENDING,
@@ -57,13 +57,6 @@ SUBMIT_GRACE_S = 30.0
 FOLLOWER_START_GRACE_S = 10.0
 FOLLOWER_STARTED = "follower-started"   # touched when a follower is started for a run
 TERMINATE_WAIT_S = 30.0
-
-
-@dataclass(frozen=True)
-class RunProgress(Progress):
-    """A progress report of ``start_cluster_run``: ``stage`` is one of STAGES."""
-
-    stage: str = ""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -383,17 +376,15 @@ def _data_settings(project_dir: Path):
 def _check_data_paths(spec, project_dir: Path, data_settings) -> None:
     """The local data check of a run, less what the cluster has that this machine has not: an
     absolute ``dataset_dir`` (a folder on the cluster) or one under a data reference."""
-    from workbench.training.run_spec import _diagnostics_message, _hparams_module
+    from workbench.training.run_spec import check_data_paths
 
-    hparams = _hparams_module()
-    problems = hparams.check_data_paths(spec.hparams, project_dir, spec.hparams_file and
-                                        str(project_dir / spec.hparams_file) or "")
-    dataset_dir = str(spec.hparams.get("dataset_dir") or "")
     refs = [ref.name.strip("/") for ref in data_settings.refs]
-    on_cluster = dataset_dir.startswith("/") or any(dataset_dir.strip("/") == ref or
-                                                    dataset_dir.strip("/").startswith(ref + "/") for ref in refs)
-    if problems and not on_cluster:
-        raise TrainingError(_diagnostics_message(problems, project_dir), problems)
+
+    def on_cluster(dataset_dir: str) -> bool:
+        return dataset_dir.startswith("/") or any(dataset_dir.strip("/") == ref or
+                                                  dataset_dir.strip("/").startswith(ref + "/") for ref in refs)
+
+    check_data_paths(spec, elsewhere=on_cluster)
 
 
 def _script_args(script: str, args, pass_hparams: bool, hparams_path: str, run_dir: str) -> list[str]:
@@ -566,7 +557,8 @@ def resume_cluster_run(info: RunInfo, new_run: bool = False, overrides=(), *, pr
     run's resources, those given in ``resources`` (Resources, or a dict of some of its fields)
     changed. On another cluster, the run's partition, account and QoS are not carried over: the
     profile's defaults apply unless ``resources`` names them."""
-    from workbench.training.local_runner import _more_epochs, keep_metrics_up_to
+    from workbench.training.metrics import keep_metrics_up_to
+    from workbench.training.run_spec import more_epochs
 
     overrides = list(overrides)
     if info.is_active:
@@ -590,7 +582,7 @@ def resume_cluster_run(info: RunInfo, new_run: bool = False, overrides=(), *, pr
     if not new_run and info.state == COMPLETED:
         raise TrainingError(f"Run {info.id} completed, so it cannot be resumed in the same run. To train it further, "
                             f"resume it as a new run with more epochs: `{as_new_run} "
-                            f"--set num_epochs={_more_epochs(info)}`.")
+                            f"--set num_epochs={more_epochs(info)}`.")
     if not new_run and overrides:
         raise TrainingError(f"Changed hyper-parameters ({' '.join(overrides)}) need a new run: resume run "
                             f"{info.id} as a new run (`{as_new_run} --set …`).")
@@ -735,7 +727,3 @@ def _current_branch(project_dir: Path) -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return result.stdout.strip() or None
-
-
-def is_cluster_backend(backend: str) -> bool:
-    return backend in CLUSTER_BACKENDS

@@ -124,12 +124,6 @@ def _start(service, hparams_file, overrides, nproc: int, cluster: dict | None = 
         raise
     for warning in info.warnings:
         click.echo(f"warning: {warning}", err=True)
-    if cluster is not None:
-        from workbench.cluster.last_choice import remember_choice
-
-        # The Run on Cluster dialog starts from the profile and resources used last, here too.
-        remember_choice(service.project_dir, cluster["name"], cluster["resources"], info.hparams_file or None,
-                        list(overrides))
     return info
 
 
@@ -429,7 +423,8 @@ def show_command(run: str, project: Path | None, as_json: bool) -> None:
     """Show everything recorded about RUN."""
     from workbench.training.run_text import exit_code_text, problem_text, scheduler_text, state_text
 
-    info = _service(project).get(run)
+    service = _service(project)
+    info = service.get(run)
     if as_json:
         print_json(_run_data(info))
         return
@@ -452,7 +447,7 @@ def show_command(run: str, project: Path | None, as_json: bool) -> None:
         rows[3:3] = [("cluster", f"{info.cluster} ({info.backend})"), ("job", info.job_id or "-"),
                      ("scheduler", scheduler_text(info) if info.scheduler_state else "-"),
                      ("remote folder", info.remote_run_dir or "-"),
-                     ("resources", _resources_text(info.resources))]
+                     ("resources", service.describe_resources(info) or "-")]
         rows.append(("products", ", ".join(info.products) or "-"))
     rows += [("warning", warning) for warning in info.warnings]
     if info.outage and info.is_active:
@@ -460,16 +455,6 @@ def show_command(run: str, project: Path | None, as_json: bool) -> None:
     elif info.error:
         rows.append(("error", info.error))
     click.echo("\n".join(f"{name + ':':<16}{value}" for name, value in rows))
-
-
-def _resources_text(resources: dict) -> str:
-    parts = [f"{resources.get('nodes', 1)} node(s)"]
-    if resources.get("gpus_per_node"):
-        parts.append(f"{resources['gpus_per_node']} GPU(s) each")
-    parts.append(f"{resources.get('cpus', 1)} CPU(s) each")
-    parts += [f"{name} {resources[name]}" for name in ("mem", "time", "partition", "account", "qos")
-              if resources.get(name)]
-    return ", ".join(parts)
 
 
 def _resume_text(resume: dict) -> str:

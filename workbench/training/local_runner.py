@@ -1,6 +1,6 @@
-"""Runs on this machine: start, stop, terminate and resume, each through the run's supervisor.
+"""The local run backend: runs on this machine, each through the run's supervisor.
 
-The runner prepares the run folder (hyper-parameters, git snapshot, command), writes run.json
+The backend prepares the run folder (hyper-parameters, git snapshot, command), writes run.json
 and the store row, then starts ``python -m workbench.training.supervisor RUN_DIR`` in a session
 of its own and returns once the supervisor has started the trainer. The supervisor, not this
 process, is the trainer's parent, so a run outlives the window or the CLI that started it.
@@ -8,42 +8,65 @@ process, is the trainer's parent, so a run outlives the window or the CLI that s
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 from workbench.git.snapshot import take_snapshot
 from workbench.platform.atomic_files import write_text_atomically
+from workbench.platform.detach import start_detached
 from workbench.training.errors import TrainingError
 from workbench.training.hints import workbench_command
 from workbench.training.log_text import tail_text
+from workbench.training.metrics import final_metrics, keep_metrics_up_to
 from workbench.platform.processes import is_same_process
 from workbench.training.processes import kill_run, stop_run
+from workbench.training.run_end import recorded_outcome
 from workbench.training.run_folder import RunFolder, create_run_folder
-from workbench.training.run_info import COMPLETED, FAILED, STARTING, STOPPING, TERMINATED, RunInfo
-from workbench.training.run_spec import prepare_resume, prepare_run, trainer_environment
+from workbench.training.run_info import (
+    COMPLETED,
+    FAILED,
+    LOCAL_BACKEND,
+    LOST,
+    STARTING,
+    STOPPING,
+    TERMINATED,
+    RunInfo,
+)
+from workbench.training.run_spec import more_epochs, prepare_resume, prepare_run, trainer_environment
 from workbench.training.run_store import RunStore
 
 # A supervisor has this long to start the trainer (Python start-up on a loaded machine).
 START_TIMEOUT_S = 30.0
 # terminate() waits this long for the supervisor to record the end.
 TERMINATE_WAIT_S = 5.0
+# A run that has been "starting" this long without a supervisor was never launched.
+LAUNCH_GRACE_S = 60.0
 
 
-class LocalRunner:
+class LocalBackend:
+    """Runs of the project at ``project_dir`` on this machine (a ``RunBackend``)."""
+
+    name = LOCAL_BACKEND
+
     def __init__(self, project_dir: Path, store: RunStore):
         self.project_dir = Path(project_dir)
         self.store = store
 
+    def targets(self) -> list[str]:
+        """None: this machine is where a run trains when no target is named."""
+        return []
+
     # -----------------------------------------------------------------------------------------
     # start
 
-    def start(self, hparams_file=None, overrides=(), nproc: int = 1) -> RunInfo:
-        spec = prepare_run(self.project_dir, hparams_file, overrides, nproc)
+    def start(self, project_dir: Path | None = None, hparams_file=None, overrides=(), *, nproc: int = 1,
+              target: str | None = None, resources=None, progress=None, cancel=None) -> RunInfo:
+        """Start a run of the project's training script with ``nproc`` processes; returns once
+        the supervisor has started the trainer. (``target``, ``resources``, ``progress`` and
+        ``cancel`` are for backends that train elsewhere.)"""
+        spec = prepare_run(self.project_dir, hparams_file, tuple(overrides), nproc)
         folder = create_run_folder(self.project_dir)
         try:
             write_text_atomically(folder.path / spec.hparams_name, spec.hparams_text)
@@ -68,16 +91,8 @@ class LocalRunner:
 
     def _launch(self, folder: RunFolder, info: RunInfo) -> RunInfo:
         """Start the supervisor of ``folder`` and return once it has started the trainer."""
-        env = dict(os.environ)
-        # The supervisor must import this very Workbench, however this process found it.
-        workbench_root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [workbench_root, env.get("PYTHONPATH", "")]))
-        with open(folder.supervisor_log, "ab") as log:
-            launcher = subprocess.Popen([sys.executable, "-m", "workbench.training.supervisor", str(folder.path)],
-                                        cwd=self.project_dir, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                                        stderr=log, start_new_session=True)
-        # The supervisor forks and its first process exits at once: reaping it here leaves no zombie.
-        if launcher.wait() != 0:
+        if start_detached("workbench.training.supervisor", [str(folder.path)], folder.supervisor_log,
+                          cwd=self.project_dir) != 0:
             return self._failed_to_launch(folder, info)
         deadline = time.monotonic() + START_TIMEOUT_S
         delay = 0.005
@@ -153,12 +168,22 @@ class LocalRunner:
     # -----------------------------------------------------------------------------------------
     # resume
 
-    def resume(self, info: RunInfo, new_run: bool = False, overrides=()) -> RunInfo:
+    def resume(self, info: RunInfo, new_run: bool = False, overrides=(), *, target: str | None = None,
+               resources=None, progress=None, cancel=None) -> RunInfo:
         """Continue ``info`` from its last checkpoint: in the same run folder, or in a new run
-        (with ``overrides`` of its hyper-parameters, e.g. more epochs)."""
+        (with ``overrides`` of its hyper-parameters, e.g. more epochs). A run goes on elsewhere
+        through the backend of its ``target``, never here: ``resources`` are refused."""
         overrides = list(overrides)
         if info.is_active:
             raise TrainingError(f"Run {info.id} is still {info.state}. Stop it before resuming it.")
+        if resources:
+            as_new_run = workbench_command(info.project_dir, "runs resume", info.id, "--new")
+            if not new_run:
+                raise TrainingError(f"Run {info.id} goes on in the same run only where it ran, with its resources: "
+                                    f"resume it as a new run to train on another cluster or with other resources "
+                                    f"(`{as_new_run} --cluster NAME`).")
+            raise TrainingError(f"Run {info.id} ran on this machine: resources are for a run on a cluster. Name the "
+                                "cluster to go on there (`--cluster NAME`).")
         folder = RunFolder(info.run_dir)
         latest = folder.latest_checkpoint()
         if latest is None:
@@ -168,7 +193,7 @@ class LocalRunner:
         if not new_run and info.state == COMPLETED:
             raise TrainingError(f"Run {info.id} completed, so it cannot be resumed in the same run (its end would "
                                 "run again and replace its outputs). To train it further, resume it as a new run "
-                                f"with more epochs: `{as_new_run} --set num_epochs={_more_epochs(info)}`.")
+                                f"with more epochs: `{as_new_run} --set num_epochs={more_epochs(info)}`.")
         if not new_run and overrides:
             raise TrainingError(f"Changed hyper-parameters ({' '.join(overrides)}) need a new run: resume run "
                                 f"{info.id} as a new run (`{as_new_run} --set …`).")
@@ -222,36 +247,66 @@ class LocalRunner:
             raise
         return self._launch(folder, info)
 
+    # -----------------------------------------------------------------------------------------
+    # products, state, resources
 
-def _more_epochs(info: RunInfo) -> int:
-    """A number of epochs to suggest for training a completed run further."""
-    epochs = info.hparams.get("num_epochs")
-    return 2 * epochs if isinstance(epochs, int) and not isinstance(epochs, bool) and epochs > 0 else 20
+    def pull(self, info: RunInfo, progress=None, cancel=None):
+        """Nothing to fetch: a run here writes its checkpoints and outputs into its folder."""
+        raise TrainingError(f"Run {info.id} ran on this machine: its checkpoints and outputs are in {info.run_dir}.")
 
+    def refresh(self, info: RunInfo) -> RunInfo:
+        """``info`` as its folder has it now; "lost" (or the end the training helpers wrote)
+        when its processes are gone without an end record."""
+        folder = RunFolder(info.run_dir)
+        current = folder.read_info()
+        if current.is_active and not self._alive(current):
+            current = folder.read_info()  # the supervisor may have recorded the end meanwhile
+            if current.is_active and not self._alive(current):
+                current = self._mark_lost(folder, current)
+        return current
 
-def keep_metrics_up_to(path: Path, step: int, into: Path | None = None) -> None:
-    """Keep the lines of the metrics file ``path`` at or before ``step`` (written to ``into``, or
-    back to ``path``); records after the checkpoint would be trained again.
+    def describe_resources(self, info: RunInfo) -> str:
+        """How many processes the run trains with on this machine."""
+        return f"{info.nproc} process{'es' if info.nproc != 1 else ''} on this machine"
 
-    A line without a step belongs to the step before it. The lines are kept byte for byte."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        data = b""
-    kept, last_step = [], None
-    for line in data.splitlines(keepends=True):
-        if not line.endswith(b"\n"):
-            break  # cut off by a crash: not a record
+    @staticmethod
+    def _alive(info: RunInfo) -> bool:
+        if info.supervisor_pid is None:
+            # Being launched: since it was created, or resumed in the same run.
+            launched = max([info.created_at] + [resume.get("time", 0) for resume in info.resumes
+                                                if isinstance(resume.get("time", 0), (int, float))])
+            return time.time() - launched < LAUNCH_GRACE_S
+        if is_same_process(info.supervisor_pid, info.supervisor_start):
+            return True
+        # The supervisor is gone, but its trainer may train on (it never needed it).
+        return is_same_process(info.pid, info.pid_start)
+
+    def _mark_lost(self, folder: RunFolder, info: RunInfo) -> RunInfo:
+        """The end of a run whose processes are gone with no supervisor to record it: the one
+        the training helpers wrote in outcome.json during this segment, else "lost"."""
+        outcome = recorded_outcome(folder, info.segment_started_at or info.started_at or info.created_at, slack=1.0)
+        if outcome is not None:
+            info.state, info.ended_at = outcome
+            info.error = ""
+        else:
+            info.state = LOST
+            info.ended_at = self._last_sign_of_life(folder) or time.time()
+            info.error = ("The run's end was not seen: its processes ended without recording how (the computer "
+                          "restarted, or its supervisor was killed). Its logs, metrics, checkpoints and outputs "
+                          "are kept.")
+        info.final_metrics = final_metrics(folder.metrics)
         try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and isinstance(record.get("step"), (int, float)):
-            last_step = record["step"]
-        if last_step is None or last_step <= step:
-            kept.append(line)
-    target = into or path
-    if kept or target.exists():
-        from workbench.platform.atomic_files import write_atomically
+            folder.write_info(info)
+        except OSError:
+            pass  # a read-only project: shown as lost all the same
+        return info
 
-        write_atomically(target, b"".join(kept))
+    @staticmethod
+    def _last_sign_of_life(folder: RunFolder) -> float | None:
+        times = []
+        for path in (folder.stdout_log, folder.stderr_log, folder.metrics):
+            try:
+                times.append(os.stat(path).st_mtime)
+            except OSError:
+                pass
+        return max(times) if times else None

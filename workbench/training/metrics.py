@@ -11,6 +11,7 @@ import json
 import math
 import os
 import re
+import time
 from pathlib import Path
 from typing import Iterable
 
@@ -156,3 +157,58 @@ def format_record(record: dict) -> str:
 
 def _is_number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def last_step(path: Path | str):
+    """The step of the last record of a metrics file that has one; None when none has."""
+    steps = [r["step"] for r in read_metrics(path) if isinstance(r.get("step"), (int, float))]
+    return steps[-1] if steps else None
+
+
+class PrintedMetrics:
+    """Makes the records of metrics.jsonl from the metric lines a trainer printed (for the local
+    supervisor and a cluster run's mirror alike): step and epoch first, then the time it was
+    read, then the values. A line without a step belongs to the step of the line before it."""
+
+    def __init__(self, previous_step=None):
+        self.previous_step = previous_step
+
+    def record(self, parsed: dict) -> dict:
+        """The record of ``parsed`` (what ``parse_metric_line`` found), stamped now."""
+        parsed = dict(parsed)
+        if "step" in parsed:
+            self.previous_step = parsed["step"]
+        elif self.previous_step is not None:
+            parsed["step"] = self.previous_step
+        ordered = {name: parsed.pop(name) for name in ("step", "epoch") if name in parsed}
+        ordered["time"] = round(time.time(), 3)
+        ordered.update(parsed)
+        return ordered
+
+
+def keep_metrics_up_to(path: Path, step: int, into: Path | None = None) -> None:
+    """Keep the lines of the metrics file ``path`` at or before ``step`` (written to ``into``, or
+    back to ``path``); records after the checkpoint would be trained again.
+
+    A line without a step belongs to the step before it. The lines are kept byte for byte."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        data = b""
+    kept, last = [], None
+    for line in data.splitlines(keepends=True):
+        if not line.endswith(b"\n"):
+            break  # cut off by a crash: not a record
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("step"), (int, float)):
+            last = record["step"]
+        if last is None or last <= step:
+            kept.append(line)
+    target = into or path
+    if kept or target.exists():
+        from workbench.platform.atomic_files import write_atomically
+
+        write_atomically(target, b"".join(kept))

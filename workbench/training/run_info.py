@@ -24,9 +24,9 @@ CANCELLED = "cancelled"
 ACTIVE_STATES = frozenset({STARTING, PENDING, RUNNING, STOPPING})
 END_STATES = frozenset({STOPPED, COMPLETED, FAILED, TERMINATED, CANCELLED, LOST})
 STATES = (STARTING, PENDING, RUNNING, STOPPING, STOPPED, COMPLETED, FAILED, TERMINATED, CANCELLED, LOST)
-# Where a run trains: this machine, or a cluster (its profile's scheduler).
+# Where a run trains: this machine, or elsewhere through a registered backend (a cluster's
+# "slurm" or "ssh", see workbench.training.backends).
 LOCAL_BACKEND = "local"
-CLUSTER_BACKENDS = ("slurm", "ssh")
 
 LATEST_CHECKPOINT = Path("checkpoints") / "latest.json"
 
@@ -104,8 +104,8 @@ class RunInfo:
 
     @property
     def is_cluster(self) -> bool:
-        """Whether it trains on a cluster (its folder here mirrors the one there)."""
-        return self.backend in CLUSTER_BACKENDS
+        """Whether it trains elsewhere, on a cluster (its folder here mirrors the one there)."""
+        return self.backend != LOCAL_BACKEND
 
     @property
     def can_resume(self) -> bool:

@@ -25,6 +25,7 @@ import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from workbench.training.errors import TrainingError
 
@@ -48,6 +49,7 @@ class RunSpec:
     pass_hparams: bool = True        # whether the script gets --hparams FILE
     args: list[str] | None = None    # [training] args, when the project names them
     warnings: list[str] = field(default_factory=list)   # "file:line: message", file project-relative
+    hparams_path: Path | None = None  # the source file itself (absolute); None for none
 
     def command(self, run_dir: str) -> list[str]:
         """The trainer's argv for the run folder ``run_dir`` (relative to the project)."""
@@ -60,7 +62,8 @@ def prepare_run(project_dir: Path, hparams_file: Path | str | None = None, overr
                 nproc: int = 1, check_data: bool = True) -> RunSpec:
     """The run that ``start`` would launch; TrainingError when it cannot (no script, a bad
     hyper-parameter file or override, a bad process count). ``check_data=False`` leaves the data
-    paths unchecked (a cluster run checks them against what will be on the cluster)."""
+    paths unchecked (a run elsewhere checks them with ``check_data_paths`` against what will be
+    there)."""
     if not isinstance(nproc, int) or nproc < 1:
         raise TrainingError(f"The number of processes must be 1 or more, not {nproc!r}.")
     project_dir = Path(project_dir)
@@ -70,19 +73,15 @@ def prepare_run(project_dir: Path, hparams_file: Path | str | None = None, overr
     source = _hparams_source(project_dir, hparams_file, _setting(settings, "hparams", project_dir))
     overrides = list(overrides)
     _check_overrides_reach_the_script(overrides, args, project_dir)
-    hparams_module = _hparams_module()
+    hparams = hparams_module()
     try:
-        schema = hparams_module.project_schema(project_dir)
-        values = hparams_module.load_hparams(source, overrides, schema=schema)
-    except hparams_module.HParamsError as exc:
-        raise TrainingError(_diagnostics_message(exc.diagnostics, project_dir), exc.diagnostics) from None
-    # The trainer runs in the project folder, so relative data paths are checked from there.
-    data_problems = hparams_module.check_data_paths(values, project_dir, str(source or "")) if check_data else []
-    if data_problems:
-        raise TrainingError(_diagnostics_message(data_problems, project_dir), data_problems)
+        schema = hparams.project_schema(project_dir)
+        values = hparams.load_hparams(source, overrides, schema=schema)
+    except hparams.HParamsError as exc:
+        raise TrainingError(diagnostics_message(exc.diagnostics, project_dir), exc.diagnostics) from None
     explicit = [name for name in values if name in values.explicit]
-    text = hparams_module.format_hparams({name: values[name] for name in explicit}, schema)
-    return RunSpec(
+    text = hparams.format_hparams({name: values[name] for name in explicit}, schema)
+    spec = RunSpec(
         project_dir=project_dir,
         script=script,
         python=_python(settings, project_dir),
@@ -96,7 +95,27 @@ def prepare_run(project_dir: Path, hparams_file: Path | str | None = None, overr
         pass_hparams=bool(source or overrides),
         args=args,
         warnings=[format_diagnostic(d, project_dir) for d in _file_warnings(source, schema)],
+        hparams_path=Path(source) if source else None,
     )
+    if check_data:
+        check_data_paths(spec)
+    return spec
+
+
+def check_data_paths(spec: RunSpec, elsewhere: Callable[[str], bool] | None = None) -> None:
+    """TrainingError (with ``diagnostics``) when the data paths of ``spec``'s hyper-parameters
+    are not there. The trainer runs in the project folder, so relative paths are checked from
+    there. ``elsewhere(dataset_dir)`` says whether the data is where the run trains though not
+    here (on a cluster): then nothing is refused."""
+    problems = hparams_module().check_data_paths(spec.hparams, spec.project_dir, str(spec.hparams_path or ""))
+    if problems and not (elsewhere is not None and elsewhere(str(spec.hparams.get("dataset_dir") or ""))):
+        raise TrainingError(diagnostics_message(problems, spec.project_dir), problems)
+
+
+def more_epochs(info) -> int:
+    """A number of epochs to suggest for training the completed run ``info`` further."""
+    epochs = info.hparams.get("num_epochs")
+    return 2 * epochs if isinstance(epochs, int) and not isinstance(epochs, bool) and epochs > 0 else 20
 
 
 def prepare_resume(project_dir: Path, script: str, nproc: int, base_file: Path, hparams_file: str,
@@ -112,14 +131,14 @@ def prepare_resume(project_dir: Path, script: str, nproc: int, base_file: Path, 
     _check_overrides_reach_the_script(overrides, args, project_dir)
     values, explicit = dict(earlier_values), []
     if overrides:
-        hparams_module = _hparams_module()
+        hparams = hparams_module()
         try:
-            schema = hparams_module.project_schema(project_dir)
-            loaded = hparams_module.load_hparams(base_file, overrides, schema=schema)
-        except hparams_module.HParamsError as exc:
-            raise TrainingError(_diagnostics_message(exc.diagnostics, project_dir), exc.diagnostics) from None
+            schema = hparams.project_schema(project_dir)
+            loaded = hparams.load_hparams(base_file, overrides, schema=schema)
+        except hparams.HParamsError as exc:
+            raise TrainingError(diagnostics_message(exc.diagnostics, project_dir), exc.diagnostics) from None
         values, explicit = dict(loaded), [name for name in loaded if name in loaded.explicit]
-        text = hparams_module.format_hparams({name: loaded[name] for name in explicit}, schema)
+        text = hparams.format_hparams({name: loaded[name] for name in explicit}, schema)
     else:
         text = base_file.read_text(encoding="utf-8")  # as it was, byte for byte
     all_overrides = [*earlier_overrides, *overrides]
@@ -178,7 +197,9 @@ def trainkit_root() -> Path:
     return Path(__file__).resolve().parents[2]
 
 
-def _hparams_module():
+def hparams_module():
+    """``workbench_trainkit.hparams``, the one parser of hyper-parameter files; TrainingError
+    when the training helpers cannot be imported."""
     try:
         from workbench_trainkit import hparams
     except ImportError as exc:
@@ -204,11 +225,11 @@ def _file_warnings(source: Path | None, schema) -> list:
         text = Path(source).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError):
         return []
-    _, diagnostics = _hparams_module().check_hparams_text(text, schema, str(source))
+    _, diagnostics = hparams_module().check_hparams_text(text, schema, str(source))
     return [d for d in diagnostics if d.severity == "warning"]
 
 
-def _diagnostics_message(diagnostics: list, project_dir: Path) -> str:
+def diagnostics_message(diagnostics: list, project_dir: Path) -> str:
     """The first error, its file named relative to the project, and how many more there are."""
     errors = [d for d in diagnostics if getattr(d, "severity", "error") == "error"] or diagnostics
     if errors:

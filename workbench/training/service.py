@@ -6,6 +6,10 @@ added; a row whose folder was deleted is dropped, since deleting the folder is h
 thrown away (its logs, metrics and checkpoints are gone, so there is nothing left to show or
 resume); an active run whose processes are gone without an end record takes the end the
 training helpers wrote in ``outcome.json`` (completed or stopped), else becomes "lost".
+
+Every request goes to the run's backend (``workbench.training.backends``): the local one for a
+run on this machine, the one a plugin registered for the backend the run records (a cluster's
+"slurm" or "ssh"), or, for a new run, the one whose target (a cluster profile) was named.
 """
 
 from __future__ import annotations
@@ -16,17 +20,15 @@ import threading
 import time
 from pathlib import Path
 
+from workbench.training.backends import RunBackend, backend_for_target, registered_backend
 from workbench.training.errors import TrainingError
 from workbench.training.hints import workbench_command
-from workbench.training.local_runner import LocalRunner
+from workbench.training.local_runner import LocalBackend
 from workbench.training.metrics import MetricsTail, update_final
-from workbench.training.processes import is_same_process
 from workbench.training.run_folder import RunFolder, is_run_id, runs_dir
-from workbench.training.run_info import COMPLETED, LOST, PENDING, RUNNING, STARTING, STOPPED, STOPPING, RunInfo
+from workbench.training.run_info import LOCAL_BACKEND, PENDING, RUNNING, STARTING, STOPPING, RunInfo
 from workbench.training.run_store import RunStore
 
-# A run that has been "starting" this long without a supervisor was never launched.
-LAUNCH_GRACE_S = 60.0
 WAIT_POLL_S = 0.1
 
 
@@ -36,7 +38,7 @@ class RunService:
     def __init__(self, project_dir: Path | str):
         self.project_dir = Path(project_dir).expanduser().resolve()
         self.store = RunStore(self.project_dir)
-        self.runner = LocalRunner(self.project_dir, self.store)
+        self.local = LocalBackend(self.project_dir, self.store)
         self._lock = threading.Lock()
         self._live: dict[str, tuple[MetricsTail, dict]] = {}
 
@@ -96,6 +98,11 @@ class RunService:
     # -----------------------------------------------------------------------------------------
     # acting
 
+    def backend(self, name: str) -> RunBackend:
+        """The backend of runs recorded with ``name`` (``RunInfo.backend``); TrainingError when
+        no installed plugin provides it."""
+        return self.local if name == LOCAL_BACKEND else registered_backend(name)
+
     def start(self, hparams_file=None, overrides=(), nproc: int = 1, cluster: str | None = None,
               resources=None, progress=None, cancel=None) -> RunInfo:
         """Start a run of the project's training script; returns once the trainer runs.
@@ -104,38 +111,26 @@ class RunService:
         A hyper-parameter file or override that does not check out raises TrainingError (with
         ``diagnostics``) and creates nothing.
 
-        With ``cluster`` (a cluster profile's name), the run trains there instead with
-        ``resources`` (``workbench.cluster.jobs.Resources`` or a dict of its fields): this returns
-        once the job is submitted (state "pending"), reporting each stage to ``progress`` and
-        honouring ``cancel`` until then (see ``workbench.cluster.remote_run``). It can take a
-        while (code and data are sent): call it off the GUI thread. ClusterError when the
-        cluster cannot be reached or refuses a step."""
-        if cluster:
-            from workbench.cluster.remote_run import start_cluster_run
-
-            return start_cluster_run(self.project_dir, cluster, resources, hparams_file, tuple(overrides),
-                                     progress=progress, cancel=cancel)
-        return self.runner.start(hparams_file, tuple(overrides), nproc)
+        With ``cluster`` (a cluster profile's name), the run trains there instead, through the
+        backend of that target, with ``resources`` (a dict of ``workbench.cluster.jobs.Resources``
+        fields): this returns once the job is submitted (state "pending"), reporting each stage to
+        ``progress`` (``RunProgress``) and honouring ``cancel`` until then. It can take a while
+        (code and data are sent): call it off the GUI thread. ClusterError when the cluster
+        cannot be reached or refuses a step."""
+        backend = backend_for_target(cluster) if cluster else self.local
+        return backend.start(self.project_dir, hparams_file, tuple(overrides), nproc=nproc, target=cluster or None,
+                             resources=resources, progress=progress, cancel=cancel)
 
     def stop(self, run_id: str) -> RunInfo:
         """Ask the run to checkpoint and exit; returns at once (state "stopping")."""
         info = self.get(run_id)
-        if info.is_cluster:
-            from workbench.cluster.remote_run import request_stop
-
-            return request_stop(info)
-        return self.runner.stop(info)
+        return self.backend(info.backend).stop(info)
 
     def terminate(self, run_id: str) -> RunInfo:
         """Kill the run's whole process group (a cluster run: cancel its job, and wait for its
         end to be recorded, up to half a minute)."""
         info = self.get(run_id)
-        if info.is_cluster:
-            from workbench.cluster.remote_run import request_terminate
-
-            info = request_terminate(info)
-        else:
-            info = self.runner.terminate(info)
+        info = self.backend(info.backend).terminate(info)
         self._forget_live(info.id)
         return info
 
@@ -149,23 +144,26 @@ class RunService:
         ``start``). A new run may train on the cluster of profile ``cluster`` instead (a local
         run too), and with ``resources`` (a dict of some of Resources' fields) changed."""
         info = self.get(run_id)
-        if info.is_cluster or cluster or resources:
-            from workbench.cluster.remote_run import resume_cluster_run
-
-            info = resume_cluster_run(info, new_run, tuple(overrides), progress=progress, cancel=cancel,
-                                      cluster=cluster, resources=resources)
-        else:
-            info = self.runner.resume(info, new_run, tuple(overrides))
+        backend = backend_for_target(cluster) if cluster else self.backend(info.backend)
+        info = backend.resume(info, new_run, tuple(overrides), target=cluster or None, resources=resources,
+                              progress=progress, cancel=cancel)
         self._forget_live(info.id)
         return info
 
     def pull(self, run_id: str, progress=None, cancel=None):
         """Fetch a cluster run's checkpoints/ and outputs/ into its folder now (only what is new
-        or changed); returns ``workbench.cluster.mirror.PullReport``. TrainingError for a local
-        run. The follower does this by itself when the job ends."""
-        from workbench.cluster.remote_run import pull
+        or changed); returns the backend's report (``workbench.cluster.mirror.PullReport``).
+        TrainingError for a local run. The follower does this by itself when the job ends."""
+        info = self.get(run_id)
+        return self.backend(info.backend).pull(info, progress=progress, cancel=cancel)
 
-        return pull(self.get(run_id), progress=progress, cancel=cancel)
+    def describe_resources(self, info: RunInfo) -> str:
+        """What the run trains on, in a few words, as its backend says it ("" when no installed
+        backend knows the run)."""
+        try:
+            return self.backend(info.backend).describe_resources(info)
+        except TrainingError:
+            return ""
 
     def delete(self, run_id: str) -> None:
         """Delete a run that is not active: its folder and its row in the history."""
@@ -180,38 +178,16 @@ class RunService:
     # reconciling
 
     def _refresh(self, info: RunInfo, store_usable: bool = True) -> RunInfo:
-        """``info`` as it is now: the folder's run.json for an active run, "lost" when its
-        processes are gone without an end record, "stopping" once a stop was asked for."""
+        """``info`` as it is now: an active run as its backend finds it (the processes or job
+        looked at, the end of one that is gone recorded), "stopping" once a stop was asked for."""
         if not info.is_active:
             return info
         folder = RunFolder(info.run_dir)
         try:
             current = folder.read_info()
+            current = self.backend(current.backend).refresh(current)
         except TrainingError:
             return info
-        if current.is_cluster:
-            return self._refresh_cluster(info, current, store_usable)
-        if current.is_active and not self._alive(current):
-            current = folder.read_info()  # the supervisor may have recorded the end meanwhile
-            if current.is_active and not self._alive(current):
-                current = self._mark_lost(folder, current)
-        if current.state in (STARTING, RUNNING) and folder.stop_requested.exists():
-            current.state = STOPPING
-        if store_usable and current.to_json() != info.to_json():
-            self._put(current)
-        if current.is_active:
-            current.final_metrics = self._live_final(current)
-        else:
-            self._forget_live(current.id)
-        return current
-
-    def _refresh_cluster(self, info: RunInfo, current: RunInfo, store_usable: bool) -> RunInfo:
-        """A cluster run as its follower recorded it; the follower started again when it has
-        none (the job lives on the cluster whatever happened here)."""
-        from workbench.cluster.remote_run import ensure_followed
-
-        folder = RunFolder(current.run_dir)
-        current = ensure_followed(current)
         if current.state in (STARTING, PENDING, RUNNING) and folder.stop_requested.exists():
             current.state = STOPPING
         if store_usable and current.to_json() != info.to_json():
@@ -221,52 +197,6 @@ class RunService:
         else:
             self._forget_live(current.id)
         return current
-
-    @staticmethod
-    def _alive(info: RunInfo) -> bool:
-        if info.supervisor_pid is None:
-            # Being launched: since it was created, or resumed in the same run.
-            launched = max([info.created_at] + [resume.get("time", 0) for resume in info.resumes
-                                                if isinstance(resume.get("time", 0), (int, float))])
-            return time.time() - launched < LAUNCH_GRACE_S
-        if is_same_process(info.supervisor_pid, info.supervisor_start):
-            return True
-        # The supervisor is gone, but its trainer may train on (it never needed it).
-        return is_same_process(info.pid, info.pid_start)
-
-    def _mark_lost(self, folder: RunFolder, info: RunInfo) -> RunInfo:
-        """The end of a run whose processes are gone with no supervisor to record it: the one
-        the training helpers wrote in outcome.json during this segment, else "lost"."""
-        outcome = folder.read_outcome()
-        segment_start = info.segment_started_at or info.started_at or info.created_at
-        if outcome is not None and outcome["time"] >= segment_start - 1.0:
-            info.state = COMPLETED if outcome["state"] == "completed" else STOPPED
-            info.ended_at = float(outcome["time"])
-            info.error = ""
-        else:
-            info.state = LOST
-            info.ended_at = self._last_sign_of_life(folder) or time.time()
-            info.error = ("The run's end was not seen: its processes ended without recording how (the computer "
-                          "restarted, or its supervisor was killed). Its logs, metrics, checkpoints and outputs "
-                          "are kept.")
-        from workbench.training.metrics import final_metrics
-
-        info.final_metrics = final_metrics(folder.metrics)
-        try:
-            folder.write_info(info)
-        except OSError:
-            pass  # a read-only project: shown as lost all the same
-        return info
-
-    @staticmethod
-    def _last_sign_of_life(folder: RunFolder) -> float | None:
-        times = []
-        for path in (folder.stdout_log, folder.stderr_log, folder.metrics):
-            try:
-                times.append(os.stat(path).st_mtime)
-            except OSError:
-                pass
-        return max(times) if times else None
 
     def _live_final(self, info: RunInfo) -> dict:
         """The last values of a running run's metrics, read incrementally."""

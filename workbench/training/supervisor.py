@@ -26,28 +26,20 @@ import time
 import traceback
 from pathlib import Path
 
-from workbench.training.errors import TrainingError
+from workbench.platform.detach import detach
 from workbench.training.log_text import error_line, tail_text
-from workbench.training.metrics import final_metrics, format_record, parse_metric_line, read_metrics
+from workbench.training.metrics import PrintedMetrics, format_record, last_step, parse_metric_line
 from workbench.platform.processes import process_start, signal_group, signal_name
 from workbench.training.processes import kill_run, stop_run
 from workbench.training.run_folder import RunFolder
-from workbench.training.run_info import (
-    COMPLETED,
-    FAILED,
-    RUNNING,
-    STOPPED,
-    STOPPING,
-    TERMINATED,
-)
-from workbench.training.run_store import RunStore
+from workbench.training.run_end import RunRecorder, requested_end
+from workbench.training.run_info import COMPLETED, FAILED, RUNNING, STOPPING
 
 RUN_VARIABLES = ("WORKBENCH_RUN_DIR", "WORKBENCH_RUN_ID", "WORKBENCH_RESUME_FROM")
 # How often the stdout log is read for metric lines: a metric reaches metrics.jsonl within this.
 PARSE_INTERVAL_S = 0.05
 # How often a stop request is looked for when there is no log to parse.
 IDLE_INTERVAL_S = 0.25
-NOT_RESUMABLE_STOP = "stopped before its first checkpoint, so it cannot be resumed; start it again"
 
 
 class StdoutMetrics:
@@ -61,10 +53,7 @@ class StdoutMetrics:
         os.lseek(self._log, log_offset, os.SEEK_SET)
         self._pending = b""
         self._out = None
-        self._last_step = None
-        if source == "stdout":
-            steps = [r["step"] for r in read_metrics(folder.metrics) if isinstance(r.get("step"), (int, float))]
-            self._last_step = steps[-1] if steps else None
+        self._printed = PrintedMetrics(last_step(folder.metrics) if source == "stdout" else None)
 
     def poll(self, final: bool = False) -> bool:
         """Read what was printed since the last call; False once the trainer owns the file."""
@@ -91,17 +80,11 @@ class StdoutMetrics:
         return True
 
     def _write(self, record: dict) -> None:
-        if "step" in record:
-            self._last_step = record["step"]
-        elif self._last_step is not None:
-            record["step"] = self._last_step
-        ordered = {name: record.pop(name) for name in ("step", "epoch") if name in record}
-        ordered["time"] = round(time.time(), 3)
-        ordered.update(record)
+        record = self._printed.record(record)
         if self._out is None:
             self.source = "stdout"
             self._out = open(self.folder.metrics, "a", encoding="utf-8")
-        self._out.write(format_record(ordered))
+        self._out.write(format_record(record))
         self._out.flush()
 
     def close(self) -> None:
@@ -117,7 +100,7 @@ class Supervisor:
     def __init__(self, folder: RunFolder):
         self.folder = folder
         self.info = folder.read_info()
-        self.store = RunStore(folder.path.parent.parent)
+        self.record = RunRecorder(folder, "supervisor")
         self.process: subprocess.Popen | None = None
         self._exited = threading.Event()
         self._stop_seen = False
@@ -216,16 +199,9 @@ class Supervisor:
             stop_run(self.info.pgid, self.info.pid_start, self.info.nproc)
 
     def _outcome(self, code: int, stderr_offset: int) -> tuple[str, str]:
-        # A trainer that exited 0 by itself before the kill reached it (a stop asked for first
-        # had done its work) ended as it says, not terminated.
-        if self.folder.terminate_requested.exists() and code != 0:
-            return TERMINATED, ""
-        if self.folder.stop_requested.exists():
-            if self.folder.latest_checkpoint() is None:
-                # Stopped while starting (before the trainer could catch the signal), or by a
-                # script that saves no checkpoints: there is nothing to resume from.
-                return STOPPED, NOT_RESUMABLE_STOP
-            return STOPPED, ""
+        requested = requested_end(self.folder, ended_by_itself=code == 0)
+        if requested is not None:
+            return requested
         if code == 0:
             return COMPLETED, ""
         error = error_line(tail_text(self.folder.stderr_log, stderr_offset))
@@ -239,20 +215,10 @@ class Supervisor:
         return FAILED, error
 
     def _finish(self, state: str, code: int | None, error: str) -> None:
-        self.info.state = state
-        self.info.exit_code = code
-        self.info.error = error
-        self.info.ended_at = time.time()
-        self.info.final_metrics = final_metrics(self.folder.metrics)
-        self._save()
+        self.record.end(self.info, state, error, code)
 
     def _save(self) -> None:
-        """run.json first (the folder has the last word), then the project's run store."""
-        self.folder.write_info(self.info)
-        try:
-            self.store.put(self.info)
-        except TrainingError as exc:
-            print(f"workbench supervisor: {exc}", file=sys.stderr, flush=True)
+        self.record.save(self.info)
 
 
 def _start_on_a_new_line(log: int, path: Path) -> int:
@@ -274,10 +240,8 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m workbench.training.supervisor RUN_DIR", file=sys.stderr)
         return 2
     folder = RunFolder(Path(args[0]).resolve())
-    # Detach: the runner waits only for this first process; the run's parent is the child, which
-    # init adopts, so no window or terminal ever has to reap it.
-    if os.fork() > 0:
-        os._exit(0)
+    # The run's parent is the detached child, so no window or terminal ever has to reap it.
+    detach()
     try:
         return Supervisor(folder).run()
     except Exception:
@@ -293,8 +257,7 @@ def _record_own_failure(folder: RunFolder) -> None:
             return  # the trainer goes on; the runs list reconciles its state later
         info.state, info.ended_at = FAILED, time.time()
         info.error = f"Workbench could not supervise the run; see {folder.supervisor_log}"
-        folder.write_info(info)
-        RunStore(folder.path.parent.parent).put(info)
+        RunRecorder(folder, "supervisor").save(info)
     except Exception:
         traceback.print_exc()
 

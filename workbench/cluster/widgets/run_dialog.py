@@ -353,7 +353,7 @@ class RunOnClusterDialog(QDialog):
 
     def values(self) -> tuple[str, dict, str | None, list[str]]:
         """(profile name, resources as JSON, hyper-parameter file or None, overrides) as entered."""
-        from workbench.training.widgets.train_dialog import parse_overrides
+        from workbench.training.hparams_files import parse_overrides
 
         text = self.hparams.currentText().strip()
         overrides, _error = parse_overrides(self.overrides.toPlainText(), self.choices.schema if self.choices else None)
@@ -365,7 +365,7 @@ class RunOnClusterDialog(QDialog):
 
     def start(self, trust: UnknownHostKey | None = None) -> None:
         """Check what was entered and start the run; the dialog closes once the job is submitted."""
-        from workbench.training.widgets.train_dialog import parse_overrides
+        from workbench.training.hparams_files import parse_overrides
 
         if self._cancel is not None:
             return

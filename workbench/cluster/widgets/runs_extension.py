@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Callable
 
+from workbench.cluster.backends import resources_text
 from workbench.cluster.widgets.product_notice import ProductNotice, model_among
 from workbench.training import run_text
 
@@ -43,23 +44,6 @@ def cluster_tooltip(info) -> str:
     if info.remote_run_dir:
         lines.append(f"There: {info.remote_run_dir}")
     return "\n".join(lines)
-
-
-def resources_text(resources: dict) -> str:
-    """``{"nodes": 2, "gpus_per_node": 4, …}`` as "2 nodes × 4 GPUs, 8 CPUs, 16G, 02:00:00, gpu"."""
-    if not resources:
-        return ""
-    nodes = resources.get("nodes", 1)
-    gpus = resources.get("gpus_per_node", 0)
-    parts = [f"{nodes} node{'s' if nodes != 1 else ''}" + (f" × {gpus} GPU{'s' if gpus != 1 else ''}" if gpus else "")]
-    cpus = resources.get("cpus")
-    if cpus:
-        parts.append(f"{cpus} CPU{'s' if cpus != 1 else ''}")
-    for key, label in (("mem", "memory"), ("time", "time limit"), ("partition", "partition"),
-                       ("account", "account"), ("qos", "QoS")):
-        if resources.get(key):
-            parts.append(f"{label} {resources[key]}")
-    return ", ".join(parts)
 
 
 def cluster_rows(info) -> list[tuple[str, object]]:

@@ -213,7 +213,7 @@ class ClusterSession(QObject):
             from workbench.cluster.profiles import load_profiles
             from workbench.cluster.last_choice import read_choice
             from workbench.project import load_project
-            from workbench.training.widgets.session import find_hparams_files
+            from workbench.training.hparams_files import find_hparams_files
             from workbench_trainkit.hparams import project_schema
 
             try:
@@ -234,13 +234,11 @@ class ClusterSession(QObject):
         stage, ``on_done(RunInfo)`` once the job is submitted. Returns the cancel token (honoured
         until the job is submitted). ``trust``: an UnknownHostKey the user agreed to."""
         def work(report, cancel):
-            from workbench.cluster.last_choice import remember_choice
-
             if trust is not None:
                 from workbench.cluster.host_keys import remember_host_key
 
                 remember_host_key(trust)
-            remember_choice(self.project_dir, profile_name, resources, hparams_file, overrides)
+            # The backend remembers the choice for the next start, as for `workbench train --cluster`.
             path = hparams_file
             if path is not None and not Path(path).is_absolute():
                 path = str(self.project_dir / path)

@@ -18,6 +18,7 @@ from typing import Any, Callable
 from PySide6.QtCore import QObject, Signal
 
 from workbench.qt.tasks import Operation
+from workbench.training.hparams_files import find_hparams_files
 from workbench.training.run_info import LATEST_CHECKPOINT
 
 log = logging.getLogger(__name__)
@@ -189,24 +190,6 @@ class TrainingSession(QObject):
 
         self.tasks.run("training.findHparams", work, on_done=lambda found: on_done(*found),
                        on_error=lambda exc: self._errors_shown(str(exc), ""))
-
-
-SKIPPED_FOLDERS = {".git", ".workbench", "runs", "__pycache__", ".venv", "venv", "node_modules", "outputs"}
-
-
-def find_hparams_files(project_dir: Path, limit: int = 200) -> list[str]:
-    """Project-relative paths of the ``*.hparams`` files under ``project_dir``."""
-    import os
-
-    found = []
-    for folder, folders, files in os.walk(project_dir):
-        folders[:] = sorted(f for f in folders if f not in SKIPPED_FOLDERS and not f.startswith("."))
-        for name in sorted(files):
-            if name.endswith(".hparams"):
-                found.append(Path(folder, name).relative_to(project_dir).as_posix())
-                if len(found) >= limit:
-                    return found
-    return found
 
 
 def _details_of(error: Exception) -> str:

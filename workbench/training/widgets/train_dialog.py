@@ -20,33 +20,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workbench.training.hparams_files import parse_overrides
+
 NO_FILE = "(none: the schema's defaults)"
-
-
-def parse_overrides(text: str, schema=None) -> tuple[list[str], str]:
-    """The ``key=value`` overrides in ``text`` (one a line, or several separated by spaces; ``#``
-    starts a comment) and an error message ("" when they are all well formed and, given the
-    project's ``schema``, name known keys with values of the right type)."""
-    # Leave this import here: the hyper-parameter module loads when a dialog needs it.
-    from workbench_trainkit.hparams import check_hparams_text, parse_override
-
-    overrides = []
-    for line in text.splitlines():
-        line = line.split("#", 1)[0].strip()
-        if not line:
-            continue
-        pieces = [line] if line.count("=") == 1 else line.split()
-        for piece in pieces:
-            try:
-                key, value = parse_override(piece)
-            except ValueError as exc:
-                return [], str(exc)
-            overrides.append(f"{key}={value}")
-    if schema is not None and overrides:
-        _values, problems = check_hparams_text("\n".join(overrides), schema, "overrides")
-        if problems:
-            return [], problems[0].message
-    return overrides, ""
 
 
 class TrainDialog(QDialog):
