@@ -30,7 +30,7 @@ from workbench import __version__
 from workbench.editor import EditorError, HotExitStore
 from workbench.editor.assist import CompletionProviders, HoverProviders
 from workbench.editor.diagnostics import DiagnosticsProviders
-from workbench.editor.widgets import EditorTab, open_editor_tab
+from workbench.editor.widgets import EditorCommands, EditorTab, open_editor_tab
 from workbench.ipc import messages
 from workbench.ipc.errors import RpcError
 from workbench.project import (
@@ -443,8 +443,8 @@ class ProjectWindow(QMainWindow):
 
     def _register_commands(self) -> None:
         add = self.commands.add
-        has_editor = lambda: self.current_editor() is not None  # noqa: E731
-        writable_editor = lambda: has_editor() and not self.current_editor().is_read_only()  # noqa: E731
+        editor_commands = EditorCommands(self.current_editor)
+        has_editor, writable_editor = editor_commands.has_editor, editor_commands.has_writable_editor
         add("workbench.showCommands", "Show All Commands", self.show_command_palette,
             category="View", menu="View", shortcut="Ctrl+Shift+P")
         add("file.newFile", "New File…", self.new_file, category="File", menu="File", shortcut="Ctrl+N")
@@ -457,22 +457,7 @@ class ProjectWindow(QMainWindow):
         add("file.closeEditor", "Close Editor", lambda: self.close_tab(self.tabs.currentIndex()),
             category="File", menu="File", shortcut="Ctrl+W", enabled=has_editor)
         add("file.closeWindow", "Close Window", self.close, category="File", menu="File", shortcut="Ctrl+Shift+W")
-        add("edit.find", "Find", lambda: self.current_editor().show_find(), category="Edit", menu="Edit",
-            shortcut="Ctrl+F", enabled=has_editor)
-        add("edit.replace", "Replace", lambda: self.current_editor().show_find(replace=True), category="Edit",
-            menu="Edit", shortcut="Ctrl+H", enabled=writable_editor)
-        add("edit.indent", "Indent Lines", lambda: self.current_editor().indent(), category="Edit", menu="Edit",
-            shortcut="Ctrl+]", enabled=writable_editor)
-        add("edit.dedent", "Dedent Lines", lambda: self.current_editor().dedent(), category="Edit", menu="Edit",
-            shortcut="Ctrl+[", enabled=writable_editor)
-        add("edit.toggleComment", "Toggle Line Comment", lambda: self.current_editor().toggle_comment(),
-            category="Edit", menu="Edit", shortcut="Ctrl+/", enabled=writable_editor)
-        add("editor.insertText", "Type Text", lambda text: self.current_editor().insert_text(text),
-            category="Editor", enabled=writable_editor, in_palette=False)
-        add("editor.describe", "Describe Editor", self._describe_current_editor, category="Editor",
-            enabled=has_editor, in_palette=False)
-        add("go.line", "Go to Line…", lambda: self.current_editor().show_go_to_line(), category="Go", menu="Go",
-            shortcut="Ctrl+G", enabled=has_editor)
+        editor_commands.register(self.commands)
         add("go.nextEditor", "Next Editor", lambda: self._cycle_tab(1), category="Go", menu="Go",
             shortcut="Ctrl+PgDown", enabled=has_editor)
         add("go.previousEditor", "Previous Editor", lambda: self._cycle_tab(-1), category="Go", menu="Go",
@@ -501,12 +486,6 @@ class ProjectWindow(QMainWindow):
                 return None
         tab = self.open_file(Path(path), line)
         return str(tab.path) if tab else None
-
-    def _describe_current_editor(self) -> dict:
-        tab = self.current_editor()
-        line, column = tab.cursor_position()
-        return {"path": str(tab.path), "modified": tab.is_modified(), "line": line, "column": column,
-                "text": tab.text(), "recovered": tab.recovered_from_hot_exit, **tab.status()}
 
     def _cycle_tab(self, step: int) -> None:
         if self.tabs.count():
