@@ -24,8 +24,9 @@ from workbench.app.heavy_modules import heavy_modules_loaded
 from workbench.app.hub_link import QUIT_ALL_TIMEOUT_MS, HubLink
 from workbench.qt.paint import after_first_paint, mark_first_paint
 from workbench.ipc import messages
-from workbench.ipc.endpoint import ExclusiveLock, project_lock
+from workbench.ipc.endpoint import project_lock
 from workbench.ipc.errors import IpcError, RpcError
+from workbench.platform.locks import FileLock
 from workbench.project import ProjectError, RecentProjects, load_project, project_key, user_config_dir
 from workbench.ui.commands import CommandError
 from workbench.ui.project_window import ProjectWindow
@@ -51,7 +52,7 @@ class WindowHost(QObject):
         self.window_id = window_id
         self.started_at = time.time()
         self.window: ProjectWindow | None = None
-        self._project_lock: ExclusiveLock | None = None
+        self._project_lock: FileLock | None = None
         self.hub = HubLink(self, self._registration, start_hub, self)
 
     # --- the project --------------------------------------------------------------------------

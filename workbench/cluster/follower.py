@@ -27,7 +27,6 @@ connection, paramiko) are imported here.
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import json
 import os
@@ -52,6 +51,7 @@ from workbench.cluster.jobs import (
 )
 from workbench.cluster.mirror import LogMirror, local_outputs, pull_products, read_mirror_state
 from workbench.platform.detach import detach, start_detached
+from workbench.platform.locks import FileLock, is_locked
 from workbench.training.errors import TrainingError
 from workbench.training.log_text import error_line, tail_text
 from workbench.platform.processes import process_start
@@ -446,50 +446,26 @@ def _one_line(exc: BaseException) -> str:
 
 
 class FollowerLock:
-    """``follower.lock`` in the run folder, held (flock) by the run's follower while it lives."""
+    """``follower.lock`` in the run folder, held by the run's follower while it lives (the
+    system lets it go when the follower ends, however it ends)."""
 
     def __init__(self, folder: RunFolder):
-        self.path = folder.path / LOCK_FILE
-        self._fd: int | None = None
+        self._lock = FileLock(folder.path / LOCK_FILE, mode=0o644)
+        self.path = self._lock.path
 
     def acquire(self) -> bool:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        """Take the lock; False when another follower holds it."""
         # is_followed() probes with a shared lock held for an instant, so one failed try may be
         # a probe, not a follower: only a lock still held after a while belongs to a follower.
-        for attempt in range(ACQUIRE_TRIES):
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError:
-                if attempt == ACQUIRE_TRIES - 1:
-                    os.close(fd)
-                    return False
-                time.sleep(ACQUIRE_PAUSE_S)
-        self._fd = fd
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        return True
+        return self._lock.try_acquire(tries=ACQUIRE_TRIES, pause_s=ACQUIRE_PAUSE_S)
 
     def release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self._lock.release()
 
 
 def is_followed(run_dir: Path | str) -> bool:
     """Whether a follower holds the run's lock now."""
-    path = Path(run_dir) / LOCK_FILE
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
-    return False
+    return is_locked(Path(run_dir) / LOCK_FILE)
 
 
 def start_follower(run_dir: Path | str) -> None:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Iterator
 
 from workbench.device.errors import DeviceError
+from workbench.platform.locks import locked
 
 log = logging.getLogger(__name__)
 
@@ -214,7 +215,7 @@ class PairedDevices:
         except OSError as exc:
             raise DeviceError(f"cannot create the config folder {self.config_dir} "
                               f"({exc.strerror or exc})") from None
-        with _locked(self.config_dir / (DEVICES_FILE + ".lock")):
+        with locked(self.config_dir / (DEVICES_FILE + ".lock")):
             data = self._read()
             data.setdefault("devices", [])
             yield data
@@ -225,21 +226,6 @@ class PairedDevices:
             except OSError as exc:
                 raise DeviceError(f"cannot write {self.file} ({exc.strerror or exc}); check the "
                                   "folder's permissions and free space") from None
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    try:
-        import fcntl
-    except ImportError:  # Windows: the atomic write alone
-        yield
-        return
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
 
 
 # --- Secrets in the OS keyring ------------------------------------------------------------

@@ -1,16 +1,17 @@
 """Where the hub listens: one folder per user holding the socket and the hub's lock file.
 
-The lock (an flock held for the hub's whole life) decides which process is the hub, so two
+The lock (a file lock held for the hub's whole life) decides which process is the hub, so two
 ``workbench`` calls at the same moment end with exactly one, and a socket file left by a hub that
 died is known to be stale because nobody holds the lock.
 """
 
 from __future__ import annotations
 
-import fcntl
 import os
 import stat
 from pathlib import Path
+
+from workbench.platform.locks import FileLock
 
 from .errors import IpcError
 
@@ -56,47 +57,13 @@ def hub_log_path() -> Path:
     return runtime_dir() / LOG_NAME
 
 
-class ExclusiveLock:
-    """A non-blocking flock on a file; released when the process dies, however it dies."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self._fd: int | None = None
-
-    def try_acquire(self) -> bool:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            return False
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
-        self._fd = fd
-        return True
-
-    @property
-    def held(self) -> bool:
-        return self._fd is not None
-
-    def holder_pid(self) -> int | None:
-        try:
-            return int(self.path.read_text().strip() or 0) or None
-        except (OSError, ValueError):
-            return None
-
-    def release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+def hub_lock() -> FileLock:
+    """Held by the hub for its whole life: whoever takes it is the hub."""
+    return FileLock(runtime_dir() / LOCK_NAME)
 
 
-def hub_lock() -> ExclusiveLock:
-    return ExclusiveLock(runtime_dir() / LOCK_NAME)
-
-
-def project_lock(project_key: str) -> ExclusiveLock:
+def project_lock(project_key: str) -> FileLock:
     """Held by the window that has the project open: one window per project, hub or no hub."""
     folder = runtime_dir() / "projects"
     folder.mkdir(mode=0o700, exist_ok=True)
-    return ExclusiveLock(folder / f"{project_key}.lock")
+    return FileLock(folder / f"{project_key}.lock")
