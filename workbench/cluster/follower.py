@@ -470,10 +470,12 @@ def is_followed(run_dir: Path | str) -> bool:
 
 def start_follower(run_dir: Path | str) -> None:
     """Start the follower of the run at ``run_dir``, detached from this process (it outlives
-    the window or command that started it). Returns once it is on its own; a follower already
-    following the run makes the new one exit at once."""
+    the window or command that started it). Returns at once, while the follower's Python starts
+    (that is a good part of a submission's time, and the job needs nothing of it); a follower
+    already following the run makes the new one exit at once."""
     folder = RunFolder(Path(run_dir))
-    start_detached("workbench.cluster.follower", [str(folder.path)], folder.path / LOG_FILE, cwd=folder.path)
+    start_detached("workbench.cluster.follower", [str(folder.path)], folder.path / LOG_FILE, cwd=folder.path,
+                   wait=False)
 
 
 def main(argv: list[str] | None = None) -> int:

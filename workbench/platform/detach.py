@@ -12,13 +12,17 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 
-def start_detached(module: str, args: list[str], log: Path, cwd: Path | str | None = None) -> int:
+def start_detached(module: str, args: list[str], log: Path, cwd: Path | str | None = None,
+                   wait: bool = True) -> int | None:
     """Run ``python -m module *args`` detached from this process, with its output appended to
     ``log``; returns once its first process has exited (it calls ``detach``), with that exit
-    status: 0 when the detached process is on its own."""
+    status: 0 when the detached process is on its own. ``wait=False`` returns None at once, while
+    Python is still starting there (a tenth of a second or more), and reaps the first process on
+    a thread of its own."""
     env = dict(os.environ)
     # The started module must import this very Workbench, however this process found it.
     workbench_root = str(Path(__file__).resolve().parents[2])
@@ -27,6 +31,9 @@ def start_detached(module: str, args: list[str], log: Path, cwd: Path | str | No
         launcher = subprocess.Popen([sys.executable, "-m", module, *args], cwd=cwd, env=env,
                                     stdin=subprocess.DEVNULL, stdout=output, stderr=output,
                                     start_new_session=True)
+    if not wait:
+        threading.Thread(target=launcher.wait, name=f"reaping {module}", daemon=True).start()
+        return None
     # Its first process forks and exits at once: reaping it here leaves no zombie.
     return launcher.wait()
 
