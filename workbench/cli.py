@@ -19,7 +19,7 @@ from workbench import __version__
 from workbench.ipc import messages
 from workbench.ipc.client import HubClient
 from workbench.app.open_project import OpenError, check_project, project_root_for, start_project_window
-from workbench.clikit import CommandFailed, emit, user_message
+from workbench.clikit import CANCELLED_MESSAGE, CommandCancelled, CommandFailed, emit, user_message
 from workbench.ipc.errors import IpcError
 
 # Capabilities, even workbench.project, are imported inside the commands that use them: every
@@ -250,8 +250,11 @@ def main() -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        click.echo("workbench: aborted", err=True)
+    except click.exceptions.Abort as exc:
+        if isinstance(exc.__context__, KeyboardInterrupt):  # Ctrl+C, as every command has it
+            CommandCancelled(CANCELLED_MESSAGE).show()
+            sys.exit(CommandCancelled.exit_code)
+        click.echo("workbench: aborted", err=True)  # a question answered no
         sys.exit(1)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)

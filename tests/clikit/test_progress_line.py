@@ -82,3 +82,15 @@ def test_a_line_longer_than_the_terminal_is_cut_so_it_can_be_redrawn(monkeypatch
     line(Progress("Syncing data: 1 of 9 files, 10 MB of 90 MB", 0.1))
     assert screen.getvalue() == "\r" + "Syncing data: 1 of 9 files, 10 MB of 90 MB"[:29] + "\x1b[K"
 
+
+
+def test_the_command_lines_of_the_capabilities_keep_no_terminal_or_ctrl_c_code_of_their_own():
+    """Progress lines, Ctrl+C handlers and terminal checks live in the kit only, so that every
+    command shows and stops the same way."""
+    from pathlib import Path
+
+    package = Path(__file__).resolve().parents[2] / "workbench"
+    own_copies = [f"{path.relative_to(package)}: {pattern}" for path in sorted(package.rglob("cli.py"))
+                  for pattern in ("signal.signal(", "\\x1b[K", ".isatty() and", "TERM")
+                  if pattern in path.read_text(encoding="utf-8")]
+    assert own_copies == []

@@ -12,12 +12,12 @@ from workbench.clikit.errors import (
     CANCELLED_STATUS, FAILED_STATUS, CommandCancelled, CommandFailed, user_message,
 )
 from workbench.clikit.interrupt import CtrlC
-from workbench.clikit.output import emit, print_json, reported_errors, reports_errors
+from workbench.clikit.output import CANCELLED_MESSAGE, emit, print_json, reported_errors, reports_errors
 from workbench.clikit.progress import PROGRESS_EVERY_S, ProgressLine
 from workbench.clikit.terminal import is_terminal, line_width
 
 __all__ = [
-    "CANCELLED_STATUS", "FAILED_STATUS", "PROGRESS_EVERY_S", "CommandCancelled", "CommandFailed", "CtrlC",
+    "CANCELLED_MESSAGE", "CANCELLED_STATUS", "FAILED_STATUS", "PROGRESS_EVERY_S", "CommandCancelled", "CommandFailed", "CtrlC",
     "ProgressLine", "emit", "is_terminal", "line_width", "print_json", "reported_errors", "reports_errors",
     "user_message",
 ]

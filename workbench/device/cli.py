@@ -527,7 +527,7 @@ def serve_local_command(port: int, name: str | None, stop: bool, as_json: bool) 
 @_json_option
 @_command
 def logs_command(device: str, level: str, count: int | None, seconds: float | None,
-                 as_json: bool) -> None:
+                 as_json: bool, cancel=None) -> None:
     """Follow DEVICE's log as it is written (until Ctrl+C, --count lines or --seconds)."""
 
     def show(line: dict) -> None:
@@ -544,7 +544,6 @@ def logs_command(device: str, level: str, count: int | None, seconds: float | No
         if not as_json:
             click.echo(f"Following the log of {link.name} at {link.address} (Ctrl+C stops)…",
                        err=True)
-        try:
-            link.follow_logs(show, level=level, count=count, seconds=seconds)
-        except KeyboardInterrupt:  # the way to stop following: no message
-            raise SystemExit(CANCELLED_STATUS) from None
+        link.follow_logs(show, level=level, count=count, seconds=seconds, cancel=cancel)
+    if cancel.cancelled:  # Ctrl+C is the way to stop following: no message
+        raise SystemExit(CANCELLED_STATUS)
