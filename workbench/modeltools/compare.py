@@ -17,6 +17,7 @@ from typing import Any
 from workbench.modeltools.context import ToolContext
 from workbench.modeltools.data import SPLITS
 from workbench.modeltools.errors import ModelToolError
+from workbench.modeltools.library_output import first_line
 from workbench.modeltools.params import Param, ToolSpec
 from workbench.modeltools.report import ReportPlot, ReportTable, ToolReport
 
@@ -214,7 +215,7 @@ def _open(path: Path, threads: int) -> Any:
         raise
     except Exception as exc:
         raise ModelToolError(f"{path} cannot be opened ({type(exc).__name__}: "
-                             f"{_first_line(exc)[:200]}); is it a complete model?") from None
+                             f"{first_line(exc)[:200]}); is it a complete model?") from None
 
 
 def _check_same_input(reference: Any, session: Any) -> None:
@@ -274,7 +275,7 @@ def _run(session: Any, x: Any) -> list:
         raise
     except Exception as exc:
         raise ModelToolError(f"{session.path} failed to run on a batch shaped {tuple(x.shape)} "
-                             f"({_first_line(exc)[:200]}); compare feeds the data to the "
+                             f"({first_line(exc)[:200]}); compare feeds the data to the "
                              "model's first input as float32") from None
 
 
@@ -352,8 +353,3 @@ def _plots(rows: list, batch: int) -> list[ReportPlot]:
         series.insert(0, {"name": "accuracy %", "values": [r[4] for r in rows]})
     plots.append(ReportPlot("Accuracy", [r[0] for r in rows], series, kind="bar", y_label="%"))
     return plots
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

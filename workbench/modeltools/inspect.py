@@ -36,6 +36,7 @@ from typing import Any
 
 from workbench.modeltools.context import ToolContext
 from workbench.modeltools.errors import ModelToolError
+from workbench.modeltools.library_output import first_line
 from workbench.modeltools.params import Param, ToolSpec
 from workbench.modeltools.report import ReportPlot, ReportTable, ToolReport
 
@@ -119,7 +120,7 @@ def infer_shapes(model: Any) -> tuple[Any, str | None]:
     try:
         return onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True), None
     except Exception as exc:
-        return model, (f"shape inference failed ({_first_line(exc)}); only the shapes the file "
+        return model, (f"shape inference failed ({first_line(exc)}); only the shapes the file "
                        "records are shown")
 
 
@@ -396,7 +397,7 @@ def _check_onnx(model: Any) -> str:
     try:
         onnx.checker.check_model(model, full_check=False)
     except Exception as exc:
-        return _first_line(exc)[:300]
+        return first_line(exc)[:300]
     return ""
 
 
@@ -478,10 +479,10 @@ def _read_state_dict(path: Path) -> dict:
                 f"{path} holds pickled Python objects (a whole model?), not just tensors; "
                 "Workbench does not unpickle them because that runs code from the file. Save "
                 "model.state_dict() instead, or export the model to ONNX") from None
-        raise ModelToolError(f"{path} is not a PyTorch file ({_first_line(exc)}); it may be "
+        raise ModelToolError(f"{path} is not a PyTorch file ({first_line(exc)}); it may be "
                              "truncated: save it again") from None
     except Exception as exc:
-        raise ModelToolError(f"{path} is not a PyTorch file ({_first_line(exc)[:200]}); it may "
+        raise ModelToolError(f"{path} is not a PyTorch file ({first_line(exc)[:200]}); it may "
                              "be truncated or of another kind: save it again") from None
     tensors, kind, other_keys = _tensors_of(state, torch)
     if not tensors:
@@ -547,7 +548,7 @@ def _read_torchscript(path: Path) -> dict:
         module = torch.jit.load(str(path), map_location="cpu")
     except Exception as exc:
         raise ModelToolError(f"{path} is not a loadable TorchScript archive "
-                             f"({_first_line(exc)[:200]}); save it again with torch.jit.save") from None
+                             f"({first_line(exc)[:200]}); save it again with torch.jit.save") from None
     parameter_names = {name for name, _ in module.named_parameters()}
     tensors = [(name, list(t.shape), str(t.dtype).removeprefix("torch."),
                 PARAMETER if name in parameter_names else BUFFER)
@@ -564,7 +565,7 @@ def _read_torchscript(path: Path) -> dict:
                 operators[node.kind()] += 1
     except Exception as exc:
         return {"format": "TorchScript", "tensors": tensors,
-                "warnings": [f"the graph could not be read ({_first_line(exc)[:200]})"]}
+                "warnings": [f"the graph could not be read ({first_line(exc)[:200]})"]}
     return {"format": "TorchScript", "tensors": tensors, "inputs": inputs, "outputs": outputs,
             "operators": dict(operators), "figures": {"nodes": sum(operators.values())}}
 
@@ -660,8 +661,3 @@ def _elements(dims: Any) -> int:
             return 0
         count *= d
     return count
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__

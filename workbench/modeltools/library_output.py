@@ -193,11 +193,11 @@ def clean_text(text: str) -> str:
     return _ANSI.sub("", text)
 
 
-def first_line(value: Any) -> str:
-    """The first non-blank line of a message (or an exception's), without colour codes; an
-    exception without a message gives its type's name."""
+def first_line(value: Any, limit: int | None = None) -> str:
+    """The first non-blank line of a message (or an exception's), without colour codes, at most
+    ``limit`` characters; an exception without a message gives its type's name."""
     text = clean_text(str(value)).strip()
     for line in text.splitlines():
         if line.strip():
-            return line.strip()
+            return line.strip()[:limit]
     return type(value).__name__ if isinstance(value, BaseException) else ""

@@ -7,15 +7,18 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
+from workbench.modeltools import library_output
 from workbench.modeltools.errors import ModelToolError
 
+# The most characters of a library's error a message quotes.
+ERROR_QUOTE_LIMIT = 300
 # Nodes that only move quantization parameters around; never worth excluding.
 QDQ_OPS = ("QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear")
 
 
 def first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return (text.splitlines()[0] if text else type(exc).__name__)[:300]
+    """An onnxruntime or onnx error in the line a message quotes (they can be pages long)."""
+    return library_output.first_line(exc, ERROR_QUOTE_LIMIT)
 
 
 def read_onnx(path: Path):
