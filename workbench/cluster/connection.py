@@ -29,6 +29,7 @@ from workbench.cluster.host_keys import (PresentedKey, check_host_key, entries_f
                                          workbench_known_hosts)
 from workbench.cluster.profiles import ClusterProfile, parse_jump_host
 from workbench.cluster.sftp_client import open_tuned_sftp
+from workbench.platform import secrets as os_keyring
 
 log = logging.getLogger(__name__)
 
@@ -454,11 +455,9 @@ def keyring_passphrase(key_file: Path | str) -> str | None:
     """The passphrase stored for ``key_file`` in the OS keyring, or None (also when there is no
     usable keyring: the agent may still hold the key)."""
     try:
-        import keyring
-
-        return keyring.get_password(KEYRING_SERVICE, _keyring_user(key_file))
-    except Exception as exc:  # no backend, locked, D-Bus down: all mean "not from here"
-        log.info("no passphrase from the keyring for %s: %s", key_file, exc)
+        return os_keyring.load_secret(KEYRING_SERVICE, _keyring_user(key_file))
+    except os_keyring.KeyringUnavailable as exc:  # no backend, locked, D-Bus down: "not from here"
+        log.info("no passphrase from the keyring for %s: %s", key_file, exc.reason)
         return None
 
 
@@ -466,28 +465,15 @@ def store_passphrase(key_file: Path | str, passphrase: str) -> None:
     """Keep ``passphrase`` for ``key_file`` in the OS keyring (service "workbench-ssh", the key's
     absolute path as user name). ClusterError when this machine has no usable keyring."""
     try:
-        import keyring
-
-        keyring.set_password(KEYRING_SERVICE, _keyring_user(key_file), passphrase)
-    except Exception as exc:
-        raise ClusterError(f"The passphrase could not be stored: no OS keyring is usable here ({exc}). Load the key "
-                           f"into the ssh-agent instead (`ssh-add {key_file}`).") from None
+        os_keyring.store_secret(KEYRING_SERVICE, _keyring_user(key_file), passphrase)
+    except os_keyring.KeyringUnavailable as exc:
+        raise ClusterError(f"The passphrase could not be stored: no OS keyring is usable here ({exc.reason}). "
+                           f"Load the key into the ssh-agent instead (`ssh-add {key_file}`).") from None
 
 
 def forget_passphrase(key_file: Path | str) -> bool:
     """Delete the stored passphrase of ``key_file``; False when none was stored."""
-    try:
-        import keyring
-        from keyring.errors import PasswordDeleteError
-
-        try:
-            keyring.delete_password(KEYRING_SERVICE, _keyring_user(key_file))
-        except PasswordDeleteError:
-            return False
-        return True
-    except Exception as exc:
-        log.info("could not forget the passphrase of %s: %s", key_file, exc)
-        return False
+    return os_keyring.delete_secret(KEYRING_SERVICE, _keyring_user(key_file))
 
 
 def _keyring_user(key_file: Path | str) -> str:

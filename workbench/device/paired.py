@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import secrets
 from dataclasses import asdict, dataclass, fields
@@ -23,9 +22,9 @@ from pathlib import Path
 from typing import Iterator
 
 from workbench.device.errors import DeviceError
+from workbench.platform import secrets as os_keyring
 from workbench.platform.locks import locked
 
-log = logging.getLogger(__name__)
 
 DEVICES_FILE = "devices.json"
 KEYRING_SERVICE = "workbench-device"
@@ -230,56 +229,39 @@ class PairedDevices:
 
 # --- Secrets in the OS keyring ------------------------------------------------------------
 
-_NO_KEYRING = ("no OS keyring is usable here ({reason}). Install or unlock one (GNOME Keyring, "
-               "KWallet, the macOS Keychain, the Windows Credential Locker), or pick a backend "
-               "with PYTHON_KEYRING_BACKEND")
+_NO_KEYRING = "no OS keyring is usable here ({reason}). " + os_keyring.HOW_TO_GET_A_KEYRING
 
 
 def check_keyring() -> None:
     """DeviceError when no usable keyring backend is configured: checked before pairing, so a
     pairing code is not spent on a secret that could not be kept."""
-    import keyring  # loaded only when a device is paired or opened
-    from keyring.backends import fail
-
-    backend = keyring.get_keyring()
-    if isinstance(backend, fail.Keyring):
+    try:
+        os_keyring.check_keyring()
+    except os_keyring.KeyringUnavailable as exc:
         raise DeviceError("The pairing secret could not be kept: "
-                          + _NO_KEYRING.format(reason="the keyring package found no backend"))
+                          + _NO_KEYRING.format(reason=exc.reason)) from None
 
 
 def store_secret(device_id: str, secret: str) -> None:
-    import keyring
-
+    """Keep the pairing secret of ``device_id``; DeviceError when no keyring can."""
     try:
-        keyring.set_password(KEYRING_SERVICE, device_id, secret)
-    except Exception as exc:
+        os_keyring.store_secret(KEYRING_SERVICE, device_id, secret)
+    except os_keyring.KeyringUnavailable as exc:
         raise DeviceError("The pairing secret could not be kept: "
-                          + _NO_KEYRING.format(reason=_one_line(exc))) from None
+                          + _NO_KEYRING.format(reason=exc.reason)) from None
 
 
 def load_secret(device_id: str) -> str | None:
-    import keyring
-
+    """The pairing secret of ``device_id`` (None when none is kept); DeviceError when no
+    keyring can be asked."""
     try:
-        return keyring.get_password(KEYRING_SERVICE, device_id)
-    except Exception as exc:
+        return os_keyring.load_secret(KEYRING_SERVICE, device_id)
+    except os_keyring.KeyringUnavailable as exc:
         raise DeviceError("The device's pairing secret could not be read: "
-                          + _NO_KEYRING.format(reason=_one_line(exc))) from None
+                          + _NO_KEYRING.format(reason=exc.reason)) from None
 
 
 def delete_secret(device_id: str) -> None:
-    import keyring
-    from keyring.errors import PasswordDeleteError
-
-    try:
-        keyring.delete_password(KEYRING_SERVICE, device_id)
-    except PasswordDeleteError:
-        pass
-    except Exception as exc:
-        log.info("could not delete the secret of %s from the keyring: %s", device_id, exc)
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+    """Forget the pairing secret of ``device_id`` (nothing when none was kept)."""
+    os_keyring.delete_secret(KEYRING_SERVICE, device_id)
 
