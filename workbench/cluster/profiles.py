@@ -2,16 +2,19 @@
 
 Profiles are user-level settings, never part of a project: ``<config dir>/clusters.toml``, one
 ``[clusters.NAME]`` table each. Each change reads the file fresh, edits it and writes it back
-atomically, because windows, followers and the CLI may all touch it. No secret is ever stored
+atomically, because windows, followers and the CLI may all touch it; the user may edit it too, so
+a change keeps their comments and layout. No secret is ever stored
 here: a key file's passphrase lives in the OS keyring or the ssh-agent.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import tomllib
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Any, Iterator
 
 from workbench.cluster.errors import ClusterError
 
@@ -182,11 +185,13 @@ def get_profile(name: str, config_dir: Path | None = None) -> ClusterProfile:
 def save_profile(profile: ClusterProfile, config_dir: Path | None = None) -> Path:
     """Add ``profile``, or replace the one with its name; returns the file. ClusterError when the
     profile is not valid."""
+    from workbench.platform.toml_files import update_table
+
     profile.validate()
     path = profiles_file(config_dir)
-    profiles = _read(path)
-    profiles[profile.name] = profile
-    _write(path, profiles)
+    _read(path)  # a file that cannot be read is the user's to fix, never replaced
+    with _editing_profiles(path) as clusters:
+        update_table(clusters, profile.name, _profile_table(profile))
     return path
 
 
@@ -197,8 +202,8 @@ def remove_profile(name: str, config_dir: Path | None = None) -> None:
     profiles = _read(path)
     if name not in profiles:
         get_profile(name, config_dir)  # raises with the list of names
-    del profiles[name]
-    _write(path, profiles)
+    with _editing_profiles(path) as clusters:
+        del clusters[name]
 
 
 def _read(path: Path) -> dict[str, ClusterProfile]:
@@ -228,45 +233,34 @@ def _read(path: Path) -> dict[str, ClusterProfile]:
     return profiles
 
 
-def _write(path: Path, profiles: dict[str, ClusterProfile]) -> None:
-    from workbench.platform.atomic_files import write_atomically
+@contextlib.contextmanager
+def _editing_profiles(path: Path) -> Iterator[Any]:
+    """The ``clusters`` table of the file at ``path``, to change in the block; written back
+    atomically, with the user's own comments and layout kept, when the block ends."""
+    from workbench.platform.toml_files import TomlFileError, editing, update_table
 
-    lines = ["# Workbench's cluster profiles: edit with `workbench cluster add|edit|remove` or the",
-             "# Cluster Profiles dialog. Passphrases are never stored here (OS keyring or ssh-agent).",
-             "version = 1", ""]
-    for name in sorted(profiles, key=str.lower):
-        profile = profiles[name]
-        lines.append(f"[clusters.{_toml_key(name)}]")
-        for f in fields(ClusterProfile):
-            value = getattr(profile, f.name)
-            if f.name in ("name", "env"):
-                continue
-            lines.append(f"{f.name} = {value}" if isinstance(value, int) else f"{f.name} = {_toml_string(value)}")
-        if profile.env:
-            lines.append(f"[clusters.{_toml_key(name)}.env]")
-            lines += [f"{_toml_key(k)} = {_toml_string(v)}" for k, v in profile.env.items()]
-        lines.append("")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # 0600: the file names hosts, users and key paths, which is nobody else's business.
-    write_atomically(path, "\n".join(lines).encode("utf-8"), mode=0o600)
+    try:
+        # 0600 for a new file: it names hosts, users and key paths, which is nobody else's business.
+        with editing(path, mode=0o600) as document:
+            if not document:
+                import tomlkit
 
-
-def _toml_key(key: str) -> str:
-    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else _toml_string(key)
+                document.add(tomlkit.comment("Workbench's cluster profiles: edit with `workbench cluster "
+                                             "add|edit|remove` or the"))
+                document.add(tomlkit.comment("Cluster Profiles dialog. Passphrases are never stored here "
+                                             "(OS keyring or ssh-agent)."))
+                document["version"] = 1
+                document.add(tomlkit.nl())
+            if "clusters" not in document:
+                update_table(document, "clusters", {}, super_table=True)
+            yield document["clusters"]
+    except TomlFileError as exc:
+        raise ClusterError(f"Cannot change the cluster profiles: {exc}. Fix or move that file.") from None
 
 
-def _toml_string(value: str) -> str:
-    """A TOML basic string for any text."""
-    out = []
-    for char in value:
-        if char in '"\\':
-            out.append("\\" + char)
-        elif char == "\n":
-            out.append("\\n")
-        elif char == "\t":
-            out.append("\\t")
-        elif ord(char) < 0x20 or ord(char) == 0x7F:
-            out.append(f"\\u{ord(char):04x}")
-        else:
-            out.append(char)
-    return '"' + "".join(out) + '"'
+def _profile_table(profile: ClusterProfile) -> dict:
+    """The values of ``profile``'s ``[clusters.NAME]`` table, in the order of its fields."""
+    values = {f.name: getattr(profile, f.name) for f in fields(ClusterProfile) if f.name not in ("name", "env")}
+    if profile.env:
+        values["env"] = dict(profile.env)
+    return values

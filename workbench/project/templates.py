@@ -9,14 +9,11 @@ the code through Git.
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench.platform.atomic_files import write_text_atomically
 from workbench.project.errors import ProjectError
 from workbench.project.project_file import PROJECT_FILE, Project, is_writable, load_project
 from workbench.project.resources import templates_dir as bundled_templates_dir
@@ -185,20 +182,13 @@ def _check_destination(dest: Path) -> None:
 
 def _write_project_name(project_file: Path, name: str) -> None:
     """Set ``[project] name`` in ``project_file``, keeping the template's comments and layout."""
-    # A JSON string is a valid TOML basic string (same escapes), so this quotes any name safely.
-    quoted = json.dumps(name, ensure_ascii=False)
-    text = project_file.read_text(encoding="utf-8") if project_file.is_file() else ""
-    header = re.search(r"^\[project\][ \t]*$", text, flags=re.MULTILINE)
-    if header is None:
-        text = f"[project]\nname = {quoted}\n\n{text}"
-    else:
-        next_table = re.search(r"^\[", text[header.end():], flags=re.MULTILINE)
-        end = header.end() + next_table.start() if next_table else len(text)
-        table = text[header.end():end]
-        name_line = re.compile(r"^name[ \t]*=.*$", flags=re.MULTILINE)
-        if name_line.search(table):
-            table = name_line.sub(lambda _: f"name = {quoted}", table, count=1)
-        else:
-            table = f"\nname = {quoted}" + table
-        text = text[: header.end()] + table + text[end:]
-    write_text_atomically(project_file, text)
+    from workbench.platform.toml_files import TomlFileError, editing
+
+    try:
+        with editing(project_file) as document:
+            if "project" in document:
+                document["project"]["name"] = name
+            else:
+                document["project"] = {"name": name}
+    except TomlFileError as exc:
+        raise ProjectError(f"The template's {PROJECT_FILE} cannot be changed: {exc}.") from None
