@@ -222,7 +222,7 @@ def test_a_run_stopped_while_starting_is_told_as_not_resumable(project):
 def test_the_progress_of_a_cluster_start_redraws_one_line_on_a_terminal_and_is_sparse_elsewhere():
     import io
 
-    from workbench.cluster.remote_run import RunProgress
+    from workbench.training.backends import RunProgress
     from workbench.clikit import PROGRESS_EVERY_S, ProgressLine
 
     def sync(done: int, total: int = 80) -> RunProgress:

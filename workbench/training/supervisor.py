@@ -11,8 +11,8 @@ The trainer writes to the log files itself rather than through a pipe, so a supe
 killed takes nothing with it: the trainer trains on, its output is kept, and the runs list
 reconciles the run's state later.
 
-Only the standard library and workbench.training modules are imported here: this starts for
-every run, and a run should start in well under a second.
+Only the standard library, the platform layer and workbench.training modules are imported
+here: this starts for every run, and a run should start in well under a second.
 """
 
 from __future__ import annotations
