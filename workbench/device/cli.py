@@ -18,7 +18,7 @@ from pathlib import Path
 
 import click
 
-from workbench.clikit import CANCELLED_STATUS, CtrlC, ProgressLine, emit, reported_errors
+from workbench.clikit import CANCELLED_STATUS, CtrlC, HelpWhenBareGroup, ProgressLine, emit, reported_errors
 from workbench.tasks import Progress
 
 _CONTEXT = {"help_option_names": ["-h", "--help"]}
@@ -28,17 +28,7 @@ DEVICE_HELP = ("HOST:PORT (what the agent prints), a paired or announced name, `
                "agent serve-local runs here) or `usb[:SERIAL]` (a phone on a cable, through adb)")
 
 
-class DeviceGroup(click.Group):
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if not args and not ctx.resilient_parsing:
-            # The group's help, as --help prints it. (click would raise it as a usage error,
-            # which `workbench` prints as one error line.)
-            click.echo(ctx.get_help(), color=ctx.color)
-            ctx.exit(0)
-        return super().parse_args(ctx, args)
-
-
-@click.group("device", cls=DeviceGroup, context_settings=_CONTEXT)
+@click.group("device", cls=HelpWhenBareGroup, context_settings=_CONTEXT)
 def device_group() -> None:
     """Find, pair with and use devices: push models, run, benchmark and verify them against
     this computer.

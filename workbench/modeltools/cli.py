@@ -20,7 +20,7 @@ from pathlib import Path
 
 import click
 
-from workbench.clikit import CtrlC, ProgressLine, emit, print_json, reported_errors
+from workbench.clikit import CtrlC, HelpWhenBareGroup, ProgressLine, emit, print_json, reported_errors
 
 _CONTEXT = {"help_option_names": ["-h", "--help"]}
 _METAVARS = {"str": "TEXT", "int": "N", "float": "NUMBER", "path": "PATH", "paths": "PATH",
@@ -39,16 +39,8 @@ def _tools() -> dict:
     return all_tools()
 
 
-class ModelGroup(click.Group):
+class ModelGroup(HelpWhenBareGroup):
     """``list`` and one subcommand per tool, built from its declaration when asked for."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if not args and self.no_args_is_help and not ctx.resilient_parsing:
-            # The group's help, as --help prints it. (click would raise it as a usage error,
-            # which `workbench` prints as one error line.)
-            click.echo(ctx.get_help(), color=ctx.color)
-            ctx.exit(0)
-        return super().parse_args(ctx, args)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [*_tools(), *super().list_commands(ctx)]
