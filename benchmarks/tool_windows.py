@@ -164,12 +164,12 @@ def measure(root: Path, model: Path, tool: str = "convert", windows: int = 3, ti
     from PySide6.QtWidgets import QApplication
 
     from workbench.app.launcher import new_window_id
-    from workbench.app.window_process import WindowHost
+    from workbench.app.window_process import ProjectWindowHost
     from workbench.modeltools.registry import get_tool
     from workbench.modeltools.widgets import opener_of, panel_of
 
     app = QApplication.instance() or QApplication([])
-    host = WindowHost(new_window_id())
+    host = ProjectWindowHost(new_window_id())
     host.open_project(root)
     window = host.window
     window.resize(1400, 900)

@@ -13,17 +13,15 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QObject, Qt, QTimer
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QApplication
 
-from workbench.app.heavy_modules import heavy_modules_loaded
-from workbench.app.hub_link import QUIT_ALL_TIMEOUT_MS, HubLink
+from workbench.app.hub_link import QUIT_ALL_TIMEOUT_MS
+from workbench.app.window_host import WindowHost
 from workbench.ipc import messages
 from workbench.ipc.errors import RpcError
 
@@ -34,18 +32,16 @@ if TYPE_CHECKING:
 log = logging.getLogger("workbench.tool_window")
 
 
-class ToolWindowHost(QObject):
+class ToolWindowHost(WindowHost):
     """Keeps a tool window registered with whichever hub runs and answers the hub's requests.
 
     ``window.run_command`` takes the commands ``tool.run``, ``tool.cancel``, ``tool.describe``,
     ``tool.set_values`` ({values}), ``tool.export_markdown`` ({path}) and ``tool.close``."""
 
+    kind = messages.KIND_TOOL
+
     def __init__(self, window_id: str, window: "ToolWindow"):
-        super().__init__()
-        self.window_id = window_id
-        self.window = window
-        self.started_at = time.time()
-        self.hub = HubLink(self, self._registration, parent=self)
+        super().__init__(window_id, window)
         window.sig_model_produced.connect(lambda data: self.hub.broadcast(messages.EVENT_MODEL_PRODUCED, data))
         window.sig_closed.connect(self._on_window_closed)
         window.windowTitleChanged.connect(self._title_changed)
@@ -88,39 +84,20 @@ class ToolWindowHost(QObject):
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         box.open()
 
-    def _registration(self) -> dict:
-        return {
-            "window_id": self.window_id,
-            "pid": os.getpid(),
-            "kind": messages.KIND_TOOL,
-            "project": str(self.window.project) if self.window.project else None,
-            "state": messages.STATE_READY,
-            "title": self.window.windowTitle(),
-            "started_at": self.started_at,
-        }
+    def registered_project(self) -> str | None:
+        return str(self.window.project) if self.window.project else None
+
+    def registered_title(self) -> str:
+        return self.window.windowTitle()
+
+    def describe_window(self) -> dict:
+        return {"project": self.registered_project(), **self.window.describe()}
 
     def _title_changed(self, title: str) -> None:
         self.hub.notify(messages.WINDOW_STATE_CHANGED,
                         {"window_id": self.window_id, "state": messages.STATE_READY, "title": title})
 
-    def _on_window_closed(self) -> None:
-        self.hub.say_closing(self.window_id)
-        QTimer.singleShot(0, QApplication.instance().quit)
-
     # --- requests from the hub ----------------------------------------------------------------
-
-    def on_window_focus(self, params: dict, link: RpcConnection) -> dict:
-        if self.window.isMinimized():
-            self.window.showNormal()
-        self.window.raise_()
-        self.window.activateWindow()
-        return {}
-
-    def on_window_describe(self, params: dict, link: RpcConnection) -> dict:
-        return {"window_id": self.window_id, "pid": os.getpid(), "kind": messages.KIND_TOOL,
-                "heavy_modules_loaded": heavy_modules_loaded(),
-                "project": str(self.window.project) if self.window.project else None,
-                **self.window.describe()}
 
     def on_window_run_command(self, params: dict, link: RpcConnection) -> dict:
         command = str(params.get("command"))
@@ -142,33 +119,10 @@ class ToolWindowHost(QObject):
             QTimer.singleShot(0, window.close)
             result = True
         elif self.commands is not None and command in self.commands:
-            from workbench.ui.commands import CommandError
-
-            try:
-                result = self.commands.execute(command, **args)
-            except CommandError as exc:
-                raise RpcError(RpcError.APPLICATION_ERROR, str(exc)) from None
+            return self.run_command(self.commands, command, args)
         else:
             raise RpcError(RpcError.APPLICATION_ERROR, f"There is no command {command!r} in a tool window.")
         return {"result": result}
-
-    def on_window_quit(self, params: dict, link: RpcConnection):
-        """Close as the user would (a running job is cancelled); the answer says whether the
-        window closed, and comes once it has."""
-        from workbench.ipc.connection import DeferredAnswer
-
-        answer = DeferredAnswer()
-
-        def close() -> None:
-            closed = self.window.close()
-            answer.resolve({"closed": bool(closed)})
-            self.hub.flush()  # the process ends with the window
-
-        QTimer.singleShot(0, close)
-        return answer
-
-    def on_event(self, params: dict, link: RpcConnection) -> None:
-        """Other windows' events do not concern a tool window."""
 
 
 def read_invocation(text: str) -> dict:

@@ -9,26 +9,23 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject, QTimer
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
-from workbench.app.heavy_modules import heavy_modules_loaded
-from workbench.app.hub_link import QUIT_ALL_TIMEOUT_MS, HubLink
-from workbench.qt.paint import after_first_paint, mark_first_paint
+from workbench.app.hub_link import QUIT_ALL_TIMEOUT_MS
+from workbench.app.window_host import WindowHost
 from workbench.ipc import messages
 from workbench.ipc.endpoint import project_lock
 from workbench.ipc.errors import IpcError, RpcError
 from workbench.platform.locks import FileLock
 from workbench.project import ProjectError, RecentProjects, load_project, project_key, user_config_dir
-from workbench.ui.commands import CommandError
+from workbench.qt.paint import after_first_paint, mark_first_paint
 from workbench.ui.project_window import ProjectWindow
 
 if TYPE_CHECKING:
@@ -44,16 +41,13 @@ class ProjectAlreadyOpen(Exception):
     pass
 
 
-class WindowHost(QObject):
+class ProjectWindowHost(WindowHost):
     """Keeps this process registered with whichever hub is running and answers its requests."""
 
     def __init__(self, window_id: str, start_hub: bool = False):
-        super().__init__()
-        self.window_id = window_id
-        self.started_at = time.time()
+        super().__init__(window_id, start_hub=start_hub)
         self.window: ProjectWindow | None = None
         self._project_lock: FileLock | None = None
-        self.hub = HubLink(self, self._registration, start_hub, self)
 
     # --- the project --------------------------------------------------------------------------
 
@@ -123,10 +117,9 @@ class WindowHost(QObject):
         self.hub.request(method, params, on_result=on_result, on_error=failed, timeout_ms=timeout_ms)
 
     def _on_window_closed(self) -> None:
-        self.hub.say_closing(self.window_id)
         if self._project_lock is not None:
             self._project_lock.release()
-        QTimer.singleShot(0, QApplication.instance().quit)
+        super()._on_window_closed()
 
     # --- the hub link -------------------------------------------------------------------------
 
@@ -142,27 +135,16 @@ class WindowHost(QObject):
             self.hub.closing = True
             QApplication.instance().quit()
 
-    def _registration(self) -> dict:
-        project = self.window.project if self.window else None
-        return {
-            "window_id": self.window_id,
-            "pid": os.getpid(),
-            "kind": self.kind,
-            "project": str(project.root) if project else None,
-            "state": messages.STATE_READY,
-            "title": project.name if project else "",
-            "started_at": self.started_at,
-        }
+    def registered_project(self) -> str | None:
+        return str(self.window.project.root) if self.window is not None else None
+
+    def registered_title(self) -> str:
+        return self.window.project.name if self.window is not None else ""
+
+    def describe_window(self) -> dict:
+        return self.window.describe() if self.window is not None else {}
 
     # --- requests from the hub ----------------------------------------------------------------
-
-    def on_window_focus(self, params: dict, link: RpcConnection) -> dict:
-        if self.window is not None:
-            if self.window.isMinimized():
-                self.window.showNormal()
-            self.window.raise_()
-            self.window.activateWindow()
-        return {}
 
     def on_window_open_project(self, params: dict, link: RpcConnection) -> dict:
         if self.window is not None:
@@ -185,22 +167,7 @@ class WindowHost(QObject):
     def on_window_run_command(self, params: dict, link: RpcConnection) -> dict:
         if self.window is None:
             raise RpcError(RpcError.INVALID_REQUEST, "This window has no project yet.")
-        try:
-            result = self.window.commands.execute(str(params.get("command")), **(params.get("args") or {}))
-        except CommandError as exc:
-            raise RpcError(RpcError.APPLICATION_ERROR, str(exc)) from None
-        return {"result": _jsonable(result)}
-
-    def on_window_describe(self, params: dict, link: RpcConnection) -> dict:
-        description: dict[str, Any] = {
-            "window_id": self.window_id,
-            "pid": os.getpid(),
-            "kind": self.kind,
-            "heavy_modules_loaded": heavy_modules_loaded(),
-        }
-        if self.window is not None:
-            description.update(self.window.describe())
-        return description
+        return self.run_command(self.window.commands, str(params.get("command")), params.get("args") or {})
 
     def on_window_quit(self, params: dict, link: RpcConnection):
         """Close as the user would (``force``: without asking anything); the answer says
@@ -210,19 +177,7 @@ class WindowHost(QObject):
                 self.window.discard_changes_on_close = True
             QTimer.singleShot(0, self._quit_now)
             return {"closed": True}
-        from workbench.ipc.connection import DeferredAnswer
-
-        answer = DeferredAnswer()
-
-        def close() -> None:
-            # Not inside the request's handler: the window may ask the user first, and the
-            # link keeps working while it does.
-            closed = self.window.close()
-            answer.resolve({"closed": bool(closed)})
-            self.hub.flush()  # the process ends with the window
-
-        QTimer.singleShot(0, close)
-        return answer
+        return self.close_window_as_the_user_would()
 
     def _quit_now(self) -> None:
         if self.window is not None:
@@ -234,18 +189,6 @@ class WindowHost(QObject):
     def on_event(self, params: dict, link: RpcConnection) -> None:
         if self.window is not None:
             self.window.handle_event(str(params.get("event")), params.get("data"))
-
-
-def _jsonable(value: Any) -> Any:
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, Path):
-        return str(value)
-    return repr(value)
 
 
 def _forward_to_running_window(project_root: str) -> None:
@@ -271,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
 
     app = QApplication(sys.argv[:1])
     app.setApplicationName("Workbench")
-    host = WindowHost(args.window_id, start_hub=args.start_hub)
+    host = ProjectWindowHost(args.window_id, start_hub=args.start_hub)
     if args.project is not None:
         try:
             host.open_project(args.project, args.file, args.line)
