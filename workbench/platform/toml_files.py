@@ -72,6 +72,9 @@ def update_table(container, key: str, values: Mapping[str, Any], super_table: bo
     if created:
         container[key] = tomlkit.table(is_super_table=super_table or None)
     table = container[key]
+    # Comments and blank lines at a table's end are the user's words about what follows it;
+    # what is added goes before them.
+    trailing = _detach_trailing_lines(table)
     for name in [name for name in table if name not in values]:
         del table[name]
     for name, value in values.items():
@@ -82,8 +85,22 @@ def update_table(container, key: str, values: Mapping[str, Any], super_table: bo
                 del table[name]
         elif name not in table or _plain(table[name]) != value:
             table[name] = value
+    for line in trailing:
+        table.add(line)
     if created and not super_table:
         table.add(tomlkit.nl())  # a blank line before whatever follows, as a person writes it
+
+
+def _detach_trailing_lines(table) -> list:
+    """Take the comments and blank lines off the end of ``table`` and return them. Only items
+    after the last key go, so the table's index of its keys stays right."""
+    from tomlkit.items import Comment, Whitespace
+
+    body = table.value.body
+    trailing = []
+    while body and body[-1][0] is None and isinstance(body[-1][1], (Comment, Whitespace)):
+        trailing.append(body.pop()[1])
+    return trailing[::-1]
 
 
 def _plain(item: Any) -> Any:
