@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import re
 import shlex
 import shutil
 import sys
@@ -37,14 +38,16 @@ from typing import Any, Protocol
 
 from workbench.cluster.errors import ClusterError
 from workbench.git.errors import GitError
-from workbench.git.repository import NotARepository, open_repository
-from workbench.git.snapshot import WorkingTreeCommit, commit_working_tree, snapshot_ref
+from workbench.git.repository import NotARepository
+from workbench.git.snapshot import WorkingTreeCommit, commit_working_tree
 from workbench.tasks import CancelToken, Progress, ProgressCallback
 
 RUN_REFS = "refs/workbench/runs/"
 _TRAINKIT = "workbench_trainkit"
 # Exit status the remote scripts use for "git is not installed there".
 _NO_GIT = 97
+# A run id that surely names a ref (git check-ref-format would say so).
+_PLAIN_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 # Printed before the answer of a remote script: login scripts on clusters may print banners first.
 _ANSWER = "--- workbench answer ---"
 
@@ -88,16 +91,18 @@ def ship_code(conn: Connection, project_dir: Path | str, profile, run_id: str, *
     from workbench.project import project_key
 
     report = progress or (lambda _: None)
-    if _refused_before_sending(project_dir, run_id):
-        _commit_working_tree(project_dir, run_id)  # says what is wrong before the cluster is asked anything
-    # The cluster is asked which commits it has while the snapshot is taken: the one waits on
-    # the network, the other on git here.
+    report(Progress("Taking a snapshot of the code", 0.0))
+    # The cluster is asked which commits it has while the snapshot is taken (the one waits on
+    # the network, the other on git here), unless the snapshot may be refused: a refused run
+    # leaves nothing on the cluster.
     with ThreadPoolExecutor(1, thread_name_prefix="workbench-code-sync") as pool:
-        asked = pool.submit(_prepare_remote, conn, profile.work_root, project_key(project_dir))
-        report(Progress("Taking a snapshot of the code", 0.0))
+        asked = None
+        if _surely_a_snapshot(project_dir, run_id):
+            asked = pool.submit(_prepare_remote, conn, profile.work_root, project_key(project_dir))
         snapshot = _commit_working_tree(project_dir, run_id)
         report(Progress("Asking the cluster which commits it has", 0.1))
-        layout = asked.result()
+        layout = asked.result() if asked is not None else _prepare_remote(conn, profile.work_root,
+                                                                          project_key(project_dir))
     _check(cancel)
     haves = _commits_known_locally(snapshot, layout.remote_commits)
     _check(cancel)
@@ -127,15 +132,14 @@ def ship_code(conn: Connection, project_dir: Path | str, profile, run_id: str, *
                         remote_project_dir=project_dir_remote, untracked_skipped=list(snapshot.untracked_skipped))
 
 
-def _refused_before_sending(project_dir: Path | str, run_id: str) -> bool:
-    """Whether the snapshot is sure to be refused (no repository, a run id that cannot name a
-    ref): the cluster is asked about its commits while the snapshot is taken, and a refused run
-    must leave nothing there."""
-    try:
-        repo = open_repository(Path(project_dir))
-    except GitError:  # NotARepository among them
-        return True
-    return repo.run(["check-ref-format", snapshot_ref(run_id)], check=False).returncode != 0
+def _surely_a_snapshot(project_dir: Path | str, run_id: str) -> bool:
+    """Whether the snapshot cannot be refused for want of a repository or a run id that names
+    no ref, told without running git (that would cost as much as it saves): a ``.git`` in the
+    folder or above it, and a run id of letters, digits, ``-`` and ``_``."""
+    if not _PLAIN_RUN_ID.fullmatch(run_id):
+        return False
+    folder = Path(project_dir).resolve()
+    return any((parent / ".git").exists() for parent in (folder, *folder.parents))
 
 
 def _commit_working_tree(project_dir: Path | str, run_id: str) -> WorkingTreeCommit:

@@ -160,14 +160,16 @@ class _Launch:
         conn = self.connect()
         # Whether the helpers are there already is asked while the code is being shipped.
         helpers = _Background(lambda: ship_trainkit(_CommandsOnly(conn), self.profile.work_root))
+        on_branch = _Background(lambda: _current_branch(self.project_dir))  # a git process, beside them
         try:
             code = ship_code(conn, self.project_dir, self.profile, self.folder.id,
                              progress=self.stage_progress("code"), cancel=self.cancel)
         finally:
             helpers.join()
+            on_branch.join()
         self.remote_run_dir = posixpath.dirname(code.remote_checkout.rstrip("/"))
         self.info.git_commit, self.info.git_dirty = code.commit, code.dirty
-        branch = _current_branch(self.project_dir)
+        branch = on_branch.result
         self.info.git_branch = branch
         write_text_atomically(self.folder.git_json, json.dumps({**code.to_dict(), "branch": branch}, indent=1) + "\n")
         for path in code.untracked_skipped:
