@@ -7,23 +7,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from tests.waiting import wait_until  # noqa: F401  (the app tests import it from here)
 from workbench.ipc.client import HubClient
 from workbench.ipc.endpoint import hub_lock
-
-
-def wait_until(predicate, timeout: float = 20.0, interval: float = 0.05, what: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
 def processes_with_env(name: str, value: str) -> list[int]:

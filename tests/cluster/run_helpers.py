@@ -7,11 +7,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from tests.git.conftest import git
 from tests.training.conftest import make_project
+from tests.waiting import wait_until  # noqa: F401  (the cluster tests import it from here)
 
 VENV_BIN = str(Path(sys.executable).parent)
 
@@ -114,13 +114,3 @@ def _tcp_table() -> dict[int, tuple[int, int]]:
         local, remote, inode = fields[1], fields[2], int(fields[9])
         table[inode] = (int(local.split(":")[1], 16), int(remote.split(":")[1], 16))
     return table
-
-
-def wait_until(condition, timeout: float = 30.0, interval: float = 0.05, what: str = ""):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout} s waiting for {what or condition}")

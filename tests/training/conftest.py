@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.git.conftest import GIT_ENV, git, git_identity, make_repo  # noqa: F401  (fixtures)
+from tests.waiting import wait_until as wait_for  # noqa: F401  (the training tests' name for it)
 
 HERE = Path(__file__).resolve().parent
 
@@ -61,17 +61,6 @@ def service(project):
                 svc.terminate(info.id)
             except Exception:
                 pass
-
-
-def wait_for(condition, timeout: float = 15.0, interval: float = 0.02):
-    """Poll ``condition`` until it returns something truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError(f"timed out waiting for {condition}")
 
 
 def process_alive(pid: int) -> bool:
