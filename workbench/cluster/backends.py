@@ -49,14 +49,17 @@ class ClusterRunBackend:
               cancel: CancelToken | None = None) -> RunInfo:
         """Start a run on the cluster of profile ``target``; returns once its job is submitted.
         The choice (profile, resources, file, overrides) is remembered for the next start, from
-        the window or the command line alike."""
+        the window or the command line alike: as chosen (so a start that fails keeps it), then
+        with the file the run used."""
         from workbench.cluster.last_choice import remember_choice
         from workbench.cluster.remote_run import start_cluster_run
 
         chosen = resources.to_json() if hasattr(resources, "to_json") else dict(resources or {})
         remember_choice(project_dir, target, chosen, _as_chosen(Path(project_dir), hparams_file), list(overrides))
-        return start_cluster_run(project_dir, target, resources, hparams_file, tuple(overrides),
+        info = start_cluster_run(project_dir, target, resources, hparams_file, tuple(overrides),
                                  progress=progress, cancel=cancel)
+        remember_choice(project_dir, target, chosen, info.hparams_file or None, list(overrides))
+        return info
 
     def stop(self, info: RunInfo) -> RunInfo:
         from workbench.cluster.remote_run import request_stop
