@@ -6,23 +6,10 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def wait_until(predicate, timeout: float = 10.0, interval: float = 0.02):
-    """The first true value of ``predicate()``; fails the test after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            pytest.fail(f"not true within {timeout} s: {predicate}")
-        time.sleep(interval)
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import signal
 import subprocess
 import time
 
-from tests.platform.conftest import wait_until
+from tests.waiting import wait_until
 from workbench.platform.locks import FileLock, is_locked, locked
 
 HOLD = """

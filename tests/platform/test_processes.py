@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.platform.conftest import wait_until
+from tests.waiting import wait_until
 from workbench.platform.processes import (
     child_processes,
     command_line,
