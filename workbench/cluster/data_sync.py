@@ -572,7 +572,8 @@ class _Sender:
             f"Syncing data: {self._files_done} of {self._files_total} files, "
             f"{_size(self._bytes_done)} of {_size(total)}",
             min(1.0, self._bytes_done / total) if total else 1.0,
-            self._files_done, self._files_total, self._bytes_done, total))
+            files_done=self._files_done, files_total=self._files_total, bytes_done=self._bytes_done,
+            bytes_total=total))
 
 
 @contextmanager
