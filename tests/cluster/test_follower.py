@@ -26,8 +26,7 @@ from workbench.cluster.ssh_backend import SshBackend
 from workbench.training.run_folder import RunFolder
 from workbench.training.run_info import RunInfo
 from workbench.training.service import RunService
-
-PROJECT_TOML = '[project]\nname = "p"\n\n[training]\nscript = "train.py"\n'
+from tests.project_files import write_project_file
 
 
 @pytest.fixture(autouse=True)
@@ -40,7 +39,7 @@ def cluster_run(tmp_path, backend: str, job_id: str = "7", state: str = "running
     """A project with one cluster run (its folder here, an empty one "there") as a follower finds it."""
     project = tmp_path / "project"
     project.mkdir(exist_ok=True)
-    (project / "workbench.toml").write_text(PROJECT_TOML)
+    write_project_file(project)
     folder = RunFolder(project / "runs" / "20260101-120000-000")
     folder.path.mkdir(parents=True)
     remote = tmp_path / "remote"

@@ -23,6 +23,7 @@ from workbench.cluster.slurm import NODE_SHELL, SlurmBackend, parse_scontrol
 from workbench.cluster.ssh_backend import SshBackend
 from workbench.training.metrics import read_metrics
 from workbench.training.run_folder import RunFolder
+from tests.project_files import write_project_file
 
 
 def spec(remote: Path | str = "/w/runs/r1", **resources) -> JobSpec:
@@ -459,7 +460,7 @@ def test_a_job_cancelled_while_pending_has_no_duration(tmp_path, request_file, a
     project = tmp_path / "project"
     folder = RunFolder(project / "runs" / "20260101-120000-000")
     folder.path.mkdir(parents=True)
-    (project / "workbench.toml").write_text('[project]\nname = "p"\n\n[training]\nscript = "train.py"\n')
+    write_project_file(project)
     remote = tmp_path / "remote"
     remote.mkdir()
     for name in ("stdout.log", "stderr.log"):

@@ -16,6 +16,7 @@ import pytest
 from tests.training.conftest import git, kill_quietly, make_project, process_alive, wait_for
 from workbench.training import RunService, TrainingError, read_metrics
 from workbench.training.run_spec import trainkit_root
+from tests.project_files import write_project_file
 
 pytestmark = pytest.mark.slow
 
@@ -325,7 +326,7 @@ def test_after_a_resume_the_error_and_the_log_hold_only_that_segment_s_own_lines
 def test_a_script_that_takes_no_arguments_gets_none(tmp_path):
     project = tmp_path / "plain"
     project.mkdir()
-    (project / "workbench.toml").write_text('[project]\nname = "plain"\n\n[training]\nscript = "train.py"\n')
+    write_project_file(project, "plain")
     (project / "train.py").write_text(
         "import argparse\nargparse.ArgumentParser().parse_args()\nprint('step=1 loss=0.5')\n")
     service = RunService(project)
