@@ -175,14 +175,8 @@ def tool_command(spec) -> click.Command:
 
 
 def _run_command(spec, as_json: bool, project: Path | None, **given) -> None:
-    from workbench.modeltools.errors import ToolCancelled
-    from workbench.tasks import Cancelled
-
     with reported_errors(as_json, {"tool": spec.name}):
-        try:
-            report = _run(spec, project, given)
-        except ToolCancelled as exc:
-            raise Cancelled(str(exc)) from None
+        report = _run(spec, project, given)
     emit(report.to_json(), as_json, report.to_text())
 
 
