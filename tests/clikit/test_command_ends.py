@@ -13,6 +13,8 @@ import textwrap
 
 import pytest
 
+from tests.terminal import stderr_on_a_terminal
+
 # A command built on the kit alone. --mode says how its work goes: `listens` stops at the token
 # the first Ctrl+C cancels; `deaf` never looks at it; `fails` raises a capability's error;
 # `bug` raises something else; `progress` draws three stages.
@@ -142,23 +144,9 @@ def test_in_a_pipe_the_progress_is_a_line_per_stage_and_the_result_is_on_stdout(
 
 @pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal")
 def test_on_a_terminal_the_progress_line_is_redrawn_in_place_and_cleared_before_the_result():
-    import pty
-
-    controller, terminal = pty.openpty()
-    command = start("--mode", "progress", stderr=terminal, env={**os.environ, "TERM": "xterm", "COLUMNS": "80"})
-    os.close(terminal)
-    out, _ = command.communicate(timeout=30)
-    seen = b""
-    while True:
-        try:
-            chunk = os.read(controller, 4096)
-        except OSError:  # the terminal closed with the command
-            break
-        if not chunk:
-            break
-        seen += chunk
-    os.close(controller)
-    text = seen.decode()
+    command, out, text = stderr_on_a_terminal(
+        lambda terminal: start("--mode", "progress", stderr=terminal,
+                               env={**os.environ, "TERM": "xterm", "COLUMNS": "80"}), timeout=30)
     assert command.returncode == 0 and out == "done\n"
     assert "\rCounting: 0 of 2 [--------------------]   0%\x1b[K" in text
     assert "\r\x1b[Klog of Counting\r\n\rCounting: 0 of 2 [--------------------]   0%\x1b[K" in text

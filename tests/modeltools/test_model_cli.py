@@ -20,6 +20,7 @@ from workbench.cli import cli
 from workbench.extensions import Extensions
 from workbench.modeltools import Param, ToolSpec, registry
 from workbench.clikit import ProgressLine
+from tests.terminal import stderr_on_a_terminal
 
 pytestmark = pytest.mark.slow
 
@@ -216,25 +217,11 @@ def test_the_progress_line_on_a_terminal_is_redrawn_in_place_with_the_log_above(
 
 def test_on_a_terminal_the_progress_line_is_drawn_on_stderr_and_the_report_on_stdout(tools, source):
     import os
-    import pty
 
-    controller, terminal = pty.openpty()
-    command = subprocess.Popen([sys.executable, "-m", "workbench", "model", "count", str(source), "--steps", "2"],
-                               stdout=subprocess.PIPE, stderr=terminal, env={**os.environ, "TERM": "xterm"})
-    os.close(terminal)
-    out, _ = command.communicate(timeout=60)
-    seen = b""
-    while True:
-        try:
-            chunk = os.read(controller, 4096)
-        except OSError:  # the terminal closed with the command
-            break
-        if not chunk:
-            break
-        seen += chunk
-    os.close(controller)
+    command, out, text = stderr_on_a_terminal(lambda terminal: subprocess.Popen(
+        [sys.executable, "-m", "workbench", "model", "count", str(source), "--steps", "2"],
+        stdout=subprocess.PIPE, stderr=terminal, env={**os.environ, "TERM": "xterm"}))
     assert command.returncode == 0 and out.decode().startswith("Counted 2 steps")
-    text = seen.decode()
     assert "\r[2/3] Counting [##########----------]  50%\x1b[K" in text
     assert "\r\x1b[Kstep 1 of 2" in text and text.endswith("\r\x1b[K")
 
