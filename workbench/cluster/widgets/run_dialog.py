@@ -26,7 +26,6 @@ from PySide6.QtWidgets import (
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
-    QSizePolicy,
     QSpinBox,
     QVBoxLayout,
     QWidget,
@@ -36,6 +35,7 @@ from workbench.cluster.errors import HostKeyChanged, UnknownHostKey
 from workbench.cluster.widgets import prompts
 from workbench.cluster.widgets.session import ClusterSession, RunChoices
 from workbench.cluster.widgets.sync_preview import SyncPreview, format_size
+from workbench.qt.elided_label import ElidedLabel
 
 NO_FILE = "(none: the schema's defaults)"
 # The stages of a start as the user reads them (remote_run.STAGES, "follow" being the end).
@@ -46,31 +46,10 @@ STAGE_MARKS = {"waiting": ("○", "#8a8a8a"), "active": ("●", "#1a73e8"), "don
 SLURM_ONLY = "Slurm only: a plain SSH host runs the job as it is"
 
 
-class ElidedLabel(QLabel):
-    """One line of text, shortened in the middle when it does not fit (a long path keeps both
-    ends); the whole text is its tooltip."""
-
-    def __init__(self, parent: QWidget | None = None):
-        super().__init__(parent)
-        self._full = ""
-        self.setMinimumWidth(40)
-        self.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-
-    def set_full_text(self, text: str) -> None:
-        self._full = text
-        self.setToolTip(text)
-        self.setVisible(bool(text))
-        self._elide()
-
-    def full_text(self) -> str:
-        return self._full
-
-    def resizeEvent(self, event) -> None:  # noqa: N802 — Qt's name
-        super().resizeEvent(event)
-        self._elide()
-
-    def _elide(self) -> None:
-        self.setText(self.fontMetrics().elidedText(self._full, Qt.TextElideMode.ElideMiddle, max(40, self.width())))
+def _show_text(label: ElidedLabel, text: str) -> None:
+    """A line the dialog shows only while it has something to say."""
+    label.setText(text)
+    label.setVisible(bool(text))
 
 
 class RunOnClusterDialog(QDialog):
@@ -104,7 +83,7 @@ class RunOnClusterDialog(QDialog):
         self.profile.currentIndexChanged.connect(self._on_profile_changed)
         self.profiles_button = QPushButton("Profiles…")
         self.profiles_button.clicked.connect(self._open_profiles)
-        self.destination = ElidedLabel()
+        self.destination = ElidedLabel(elide_mode=Qt.TextElideMode.ElideMiddle)
         self.destination.setStyleSheet("color: #777;")
         where = QHBoxLayout()
         where.addWidget(self.profile, 1)
@@ -157,7 +136,7 @@ class RunOnClusterDialog(QDialog):
         self.plan_status = QLabel("")
         self.plan_status.setWordWrap(True)
         self.plan_status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.plan_target = ElidedLabel()
+        self.plan_target = ElidedLabel(elide_mode=Qt.TextElideMode.ElideMiddle)
         self.plan_target.setStyleSheet("color: #777;")
         self.trust_button = QPushButton("Trust Host…")
         self.trust_button.clicked.connect(self._trust_from_plan)
@@ -265,7 +244,7 @@ class RunOnClusterDialog(QDialog):
             self.profile.addItem(profile.name, profile.name)
         self.profile.blockSignals(blocked)
         if not profiles:
-            self.destination.set_full_text("No cluster profile yet: add one with Profiles…")
+            _show_text(self.destination, "No cluster profile yet: add one with Profiles…")
             self.plan_status.setText("Choose a cluster to see what will be synced.")
             self.plan.clear()
             self.start_button.setEnabled(False)
@@ -279,7 +258,7 @@ class RunOnClusterDialog(QDialog):
         if profile is None:
             return
         slurm = profile.scheduler == "slurm"
-        self.destination.set_full_text(f"{profile.destination} · {'Slurm' if slurm else 'plain SSH, no scheduler'}"
+        _show_text(self.destination, f"{profile.destination} · {'Slurm' if slurm else 'plain SSH, no scheduler'}"
                                  f" · work root {profile.work_root}")
         from workbench.cluster.jobs import Resources
 
@@ -311,7 +290,7 @@ class RunOnClusterDialog(QDialog):
         self.trust_button.hide()
         self._untrusted = None
         self.plan.clear()
-        self.plan_target.set_full_text("")
+        _show_text(self.plan_target, "")
         self.plan_status.setStyleSheet("")
         self.plan_status.setText(f"Comparing the project's data with {name}…")
         self.session.plan_sync(name, self._on_plan, self._on_plan_failed, on_progress=self._on_plan_progress,
@@ -324,12 +303,12 @@ class RunOnClusterDialog(QDialog):
         if not plan.configured:
             self.plan_status.setText("No data to sync: the code goes through Git. To send data, add "
                                      "[cluster] data = [\"data/\"] to workbench.toml.")
-            self.plan_target.set_full_text("")
+            _show_text(self.plan_target, "")
         else:
             self.plan_status.setText(f"{len(plan.send)} to send ({format_size(plan.bytes_to_send)}), "
                                      f"{len(plan.unchanged)} unchanged, {len(plan.skipped)} skipped, "
                                      f"{len(plan.excluded)} excluded")
-            self.plan_target.set_full_text(f"Into {plan.remote_dir} on {self.profile.currentText()}")
+            _show_text(self.plan_target, f"Into {plan.remote_dir} on {self.profile.currentText()}")
         self.plan.show_plan(plan)
         self.sig_plan_shown.emit()
 
