@@ -52,13 +52,10 @@ def install(window) -> None:
 def _install_history(window, session) -> None:
     """History, blame and conflict views (written beside these widgets); Git works without them."""
     try:
-        from workbench.git.widgets.history_view import install_history
-    except ImportError:
-        try:
-            from workbench.git.widgets.history_install import install_history
-        except ImportError as exc:
-            log.warning("Git history, blame and conflict views are not available: %s", exc)
-            return
+        from workbench.git.widgets.history_install import install_history
+    except ImportError as exc:
+        log.warning("Git history, blame and conflict views are not available: %s", exc)
+        return
     install_history(window, lambda: session.repo)
 
 

@@ -35,8 +35,6 @@ from PySide6.QtWidgets import (
 from workbench.git.graph import GraphRow, layout_graph
 from workbench.git.history import ChangedFile, CommitDetails, CommitEntry, commit_details, log
 from workbench.git.repository import Repository
-# Also importable from here for the installer; history_install imports this module lazily only.
-from workbench.git.widgets.history_install import install_history  # noqa: F401
 from workbench.git.widgets.graph_delegate import GRAPH_ROLE, REFS_ROLE, GraphDelegate, SummaryDelegate, graph_width
 from workbench.tasks import CancelToken
 
