@@ -58,23 +58,6 @@ def test_a_stage_that_counts_its_way_prints_a_line_each_quarter_or_every_few_sec
         "0 MB of 100 MB", "5 MB of 100 MB", "10 MB of 100 MB"]
 
 
-def test_a_job_processes_events_drive_the_same_line():
-    screen = io.StringIO()
-    line = ProgressLine(screen, interactive=True)
-    for event in ({"event": "stage", "name": "Counting", "index": 1, "count": 4},
-                  {"event": "progress", "fraction": 0.5},
-                  {"event": "stderr", "text": "a library's warning"},
-                  {"event": "partial", "path": "/x/.a.onnx.partial"}):  # not progress
-        line.handle(event)
-    line.close()
-    assert screen.getvalue().split("\r")[1:] == [
-        "[2/4] Counting [#####---------------]  25%\x1b[K",
-        "[2/4] Counting [########------------]  38%\x1b[K",
-        "\x1b[Ka library's warning\n",
-        "[2/4] Counting [########------------]  38%\x1b[K",
-        "\x1b[K"]
-
-
 def test_a_line_longer_than_the_terminal_is_cut_so_it_can_be_redrawn(monkeypatch):
     monkeypatch.setenv("COLUMNS", "30")
     screen = io.StringIO()

@@ -20,6 +20,7 @@ from workbench.cli import cli
 from workbench.extensions import Extensions
 from workbench.modeltools import Param, ToolSpec, registry
 from workbench.clikit import ProgressLine
+from workbench.modeltools.cli import JobNews
 from tests.terminal import stderr_on_a_terminal
 
 pytestmark = pytest.mark.slow
@@ -199,12 +200,13 @@ def test_model_help_and_list_show_every_tool_plugins_included(tools):
 def test_the_progress_line_on_a_terminal_is_redrawn_in_place_with_the_log_above():
     stream = io.StringIO()
     progress = ProgressLine(stream, interactive=True)
+    shown = JobNews(progress)
     for event in ({"event": "stage", "name": "Counting", "index": 1, "count": 4},
                   {"event": "progress", "fraction": 0.5},
                   {"event": "log", "text": "halfway"},
                   {"event": "progress", "fraction": 0.5},  # nothing new: not drawn again
                   {"event": "partial", "path": "/x/.a.1234.onnx.partial"}):
-        progress.handle(event)
+        shown.show(event)
     progress.close()
     written = stream.getvalue()
     assert written.split("\r")[1:] == [

@@ -26,8 +26,7 @@ class ProgressLine:
     It is a service's progress callback (``ProgressLine(...)(Progress(...))``). A report of
     declared stages (``steps``) names its stage; any other's stage is its text before its
     counts (``Syncing data`` of ``Syncing data: 3 of 9 files``), prefixed with the report's
-    ``stage`` attribute when it has one (a cluster start's). A job process's events
-    (``{"event": "stage" | "progress" | "log" | "stderr", …}``) go to ``handle``."""
+    ``stage`` attribute when it has one (a cluster start's)."""
 
     def __init__(self, stream=None, interactive: bool | None = None, clock=time.monotonic):
         self.stream = stream if stream is not None else sys.stderr
@@ -98,16 +97,6 @@ class ProgressLine:
             self._write("\r\x1b[K" + text + "\n" + self._drawn)
         else:
             self._write(text + "\n")
-
-    def handle(self, event: dict) -> None:
-        """One event of a job process; events of other kinds are not progress."""
-        kind = event.get("event")
-        if kind == "stage":
-            self.begin(str(event.get("name", "")), event.get("index", -1), event.get("count", 0))
-        elif kind == "progress":
-            self.update(float(event.get("fraction", 0.0)))
-        elif kind in ("log", "stderr"):
-            self.log(str(event.get("text", "")))
 
     def close(self) -> None:
         """Clear the progress line, so what follows (the report, an error) starts on a clean line."""

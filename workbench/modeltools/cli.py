@@ -215,12 +215,13 @@ def run_in_job(invocation, progress: ProgressLine):
                   on_stderr=lambda line: news.put({"event": "stderr", "text": line}))
     # This process only waits on the job, so the presses are counted and acted on here.
     presses = CtrlC(interrupt_at=None)
+    shown = JobNews(progress)
     with presses:
         try:
             job.start(invocation)
             handled = 0
             while not job.finished():
-                _show(news, progress, POLL_S)
+                _show(news, shown, POLL_S)
                 if presses.count > handled:
                     handled = presses.count
                     if handled == 1:
@@ -231,21 +232,39 @@ def run_in_job(invocation, progress: ProgressLine):
             try:
                 return job.wait()
             finally:
-                _show(news, progress, 0)
+                _show(news, shown, 0)
                 progress.close()
         finally:
             if job.poll() is None:
                 job.kill()
 
 
-def _show(news, progress: ProgressLine, timeout: float) -> None:
+class JobNews:
+    """A job process's events on a progress line: its stages and progress as the ``Progress``
+    they mean, its log and stderr lines above the line."""
+
+    def __init__(self, line: ProgressLine):
+        from workbench.modeltools.context import ProgressOfEvents
+
+        self.line = line
+        self._progress = ProgressOfEvents()
+
+    def show(self, event: dict) -> None:
+        """One event; events of other kinds (a partial file announced) show nothing."""
+        if event.get("event") in ("log", "stderr"):
+            self.line.log(str(event.get("text", "")))
+        elif (progress := self._progress.add(event)) is not None:
+            self.line(progress)
+
+
+def _show(news, shown: JobNews, timeout: float) -> None:
     """Everything the job said, waiting up to ``timeout`` for the first of it."""
     import queue
 
     try:
         event = news.get(timeout=timeout) if timeout else news.get_nowait()
         while True:
-            progress.handle(event)
+            shown.show(event)
             event = news.get_nowait()
     except queue.Empty:
         pass
