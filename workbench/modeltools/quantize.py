@@ -58,8 +58,10 @@ SPEC = ToolSpec(
               "project's x86 machines (AVX-512 VNNI) both gave the same accuracy and the same "
               "speed on a MobileNet-style CNN", default="uint8", choices=ACTIVATION_TYPES,
               group="Quantization", advanced=True),
-        Param("reduce_range", "bool", "7-bit weights: avoids overflow in the uint8 x int8 "
-              "kernels of x86 CPUs without VNNI; try it there if accuracy drops", default=False,
+        Param("reduce_range", "bool", "7-bit weights: keeps onnxruntime's uint8 x int8 kernels "
+              "from saturating on x86 CPUs without VNNI (the report says when this computer is "
+              "one), at a small cost in precision; off by default, so that the model made for "
+              "the device does not depend on the computer that made it", default=False,
               group="Quantization", advanced=True),
         Param("data", "path", "samples as .npz (x, optional labels y) to evaluate on and, "
               "unless --calibration-data is given, to calibrate on; default: the project's "
@@ -159,7 +161,8 @@ def run_quantize(values: dict, context: ToolContext) -> ToolReport:
 
     calibrated = len(chosen.calibration) if chosen.calibration is not None else None
     report = quantize_report(source, target, mode, description, sizes, comparison, layers,
-                             calibrated, chosen.evaluation.source, chosen.warnings)
+                             calibrated, chosen.evaluation.source, chosen.warnings,
+                             reduce_range=bool(values.get("reduce_range", False)))
     context.progress(1.0)
     return report
 
@@ -188,13 +191,14 @@ def _quantize(model, source: Path, produced: Path, work: Path, mode: str, values
     prepared = prepare(source, work / "prepared.onnx", context.log)
     prepared_model = onnx.load(str(prepared))
     excluded = check_exclusions(values.get("exclude_nodes") or [], prepared_model, source)
-    weights = "per-channel" if per_channel else "per-tensor"
+    weights = (("per-channel" if per_channel else "per-tensor") + " int8 weights"
+               + (" reduced to 7 bits" if reduce_range else ""))
     if mode == "dynamic":
         context.progress(PREPARED)
         converters.quantize_dynamic(prepared, produced, source, per_channel, reduce_range,
                                     excluded, _gemms(prepared_model, excluded), context.log)
         context.progress(1.0)
-        return prepared, f"dynamic int8 ({weights} int8 weights)" + _kept(excluded)
+        return prepared, f"dynamic int8 ({weights})" + _kept(excluded)
 
     from workbench.modeltools.quantization.calibration import CalibrationReader, batch_size
 
@@ -210,8 +214,8 @@ def _quantize(model, source: Path, produced: Path, work: Path, mode: str, values
                                on_progress=lambda f: context.progress(PREPARED + (1 - PREPARED) * f),
                                on_finished=lambda: context.stage("Quantize"))
     converters.quantize_static(prepared, produced, source, reader, settings, context.log)
-    return prepared, (f"static int8, QDQ ({settings.activation_type} activations, {weights} int8 "
-                      f"weights, {settings.calibration_method} calibration)" + _kept(excluded))
+    return prepared, (f"static int8, QDQ ({settings.activation_type} activations, {weights}, "
+                      f"{settings.calibration_method} calibration)" + _kept(excluded))
 
 
 def _gemms(model, names: list[str]) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from workbench.modeltools.quantization.evaluation import Comparison
+from workbench.modeltools.quantization.host_cpu import int8_instructions_figure, saturation_note
 from workbench.modeltools.quantization.layers import COLUMNS, LayerError
 from workbench.modeltools.report import ReportPlot, ReportTable, ToolReport
 
@@ -15,14 +16,15 @@ LAYERS_PLOT = "Cosine distance to the float model, in graph order"
 SLOWER_RATIO = 1.1
 ACCURACY_DROP_WARNING = 1.0
 WORST_SHOWN = 3
-INT8_FLAGS = ("amx_int8", "avx512_vnni", "avx_vnni", "avx2")
 
 
 def quantize_report(source: Path, target: Path, mode: str, description: str,
                     sizes: tuple[int, int], comparison: Comparison, layers: list[LayerError],
                     calibration_samples: int | None, evaluation_source: str,
-                    warnings: list[str]) -> ToolReport:
-    """The report of one run; ``sizes`` are the float and quantized file sizes in bytes."""
+                    warnings: list[str], reduce_range: bool = False) -> ToolReport:
+    """The report of one run; ``sizes`` are the float and quantized file sizes in bytes. On a
+    computer whose int8 kernels can saturate, a warning says the accuracy measured here may
+    understate the device's, unless the weights were quantized with ``reduce_range``."""
     fp32_size, quantized_size = sizes
     c = comparison
     figures: dict = {"mode": mode, "quantization": description,
@@ -47,9 +49,10 @@ def quantize_report(source: Path, target: Path, mode: str, description: str,
     if calibration_samples is not None:
         figures["calibration_samples"] = calibration_samples
     if mode != "fp16":
-        figures["cpu_int8_instructions"] = ", ".join(cpu_int8_instructions()) or "none found"
+        figures["cpu_int8_instructions"] = int8_instructions_figure()
 
-    warnings = list(warnings) + _advice(mode, figures, layers)
+    note = saturation_note(mode, reduce_range)
+    warnings = list(warnings) + ([note] if note else []) + _advice(mode, figures, layers)
     tables = [_models_table(source, target, sizes, c)]
     plots = []
     if layers:
@@ -93,16 +96,3 @@ def _advice(mode: str, figures: dict, layers: list[LayerError]) -> list[str]:
         advice.append(f"the quantized model is slower than the float one on this CPU "
                       f"(latency ratio {ratio:g}); {why}")
     return advice
-
-
-def cpu_int8_instructions() -> list[str]:
-    """The int8 dot-product instruction sets this CPU reports (Linux; empty elsewhere)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as info:
-            for line in info:
-                if line.startswith("flags"):
-                    flags = set(line.split(":", 1)[1].split())
-                    return [f for f in INT8_FLAGS if f in flags]
-    except OSError:
-        pass
-    return []
