@@ -125,12 +125,14 @@ def mlp_onnx(path: Path) -> Path:
     return path
 
 
-def quantize(model: Path, data: Path, mode: str, output: Path) -> Path:
-    """``model`` quantized by Workbench's Quantize tool (as ``workbench model quantize`` does)."""
+def quantize(model: Path, data: Path, mode: str, output: Path, **values) -> Path:
+    """``model`` quantized by Workbench's Quantize tool (as ``workbench model quantize`` does);
+    ``values`` are more of its parameters."""
     from workbench.modeltools.params import ToolInvocation
     from workbench.modeltools.running import run_tool
 
     run_tool(ToolInvocation("quantize", {
         "model": str(model), "data": str(data), "mode": mode, "output": str(output),
-        "calibration_samples": 32, "samples": 32, "layer_report": False, "repeats": 0}))
+        "calibration_samples": 32, "samples": 32, "layer_report": False, "repeats": 0,
+        **values}))
     return output
