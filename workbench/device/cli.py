@@ -132,9 +132,9 @@ def list_command(browse: bool, seconds: float, usb: bool, as_json: bool) -> None
              _when(d.get("last_seen") or ""), d.get("note") or ""] for d in overview["devices"]]
     lines = []
     if rows:
-        from workbench.device.verify import _table
+        from workbench.device.verify import text_table
 
-        lines += _table(["NAME", "ADDRESS", "PAIRED", "STATUS", "LAST SEEN", ""], rows)
+        lines += text_table(["NAME", "ADDRESS", "PAIRED", "STATUS", "LAST SEEN", ""], rows)
     else:
         lines.append("No devices yet. Start the agent on a device (`workbench-device-agent`) and "
                      "pair with the code it prints (`workbench device pair HOST:PORT --code "
@@ -446,7 +446,7 @@ def verify_command(device: str, model: Path, npz: Path | None, project: Path | N
 @_command
 def history_command(model: Path, project: Path | None, all_versions: bool, as_json: bool) -> None:
     """Show the verifications of MODEL's version (by sha256), oldest first."""
-    from workbench.device.verify import _table, history_for
+    from workbench.device.verify import history_for, text_table
     from workbench_device.client import sha256_of
 
     path = _model_path(model)
@@ -467,7 +467,7 @@ def history_command(model: Path, project: Path | None, all_versions: bool, as_js
                      "PASS" if e.passed else "FAIL", f"{worst:.3g}",
                      f"{min(agreements):.1f} %" if agreements else "-",
                      "-" if device_p50 is None else f"{device_p50:.3f}"])
-    click.echo("\n".join(_table(["WHEN", "DEVICE", "RUNTIME", "SHA256", "RESULT", "MAX DIFF",
+    click.echo("\n".join(text_table(["WHEN", "DEVICE", "RUNTIME", "SHA256", "RESULT", "MAX DIFF",
                                  "TOP-1", "P50 MS"], rows)))
 
 

@@ -103,7 +103,7 @@ class Verification:
                  "-" if o.top1_agreement is None else f"{o.top1_agreement:.1f} %",
                  ("pass" if o.passed else "FAIL") + (f" ({o.note})" if o.note else "")]
                 for o in self.outputs]
-        lines += _table(["output", "shape", "max abs diff", "mean abs diff", "top-1 agreement",
+        lines += text_table(["output", "shape", "max abs diff", "mean abs diff", "top-1 agreement",
                          "result"], rows)
         if self.accuracy:
             lines += ["", f"accuracy on the labels: this computer {self.accuracy['host']:.1f} %, "
@@ -126,7 +126,7 @@ def latency_table(latency: dict[str, dict]) -> list[str]:
         rows.append([label, _ms(figures.get("init_ms")), _ms(figures.get("p50_ms")),
                      _ms(figures.get("p90_ms")), _ms(figures.get("p99_ms")),
                      _ms(figures.get("mean_ms")), memory_text(peak) if peak else EMPTY])
-    return [title] + ["  " + line for line in _table(
+    return [title] + ["  " + line for line in text_table(
         ["", "init ms", "p50 ms", "p90 ms", "p99 ms", "mean ms", "peak memory"], rows)]
 
 
@@ -408,7 +408,8 @@ def _shape_text(shape: list) -> str:
     return "(" + ", ".join(str(d) for d in shape) + ")"
 
 
-def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
+def text_table(headers: list[str], rows: list[list[str]]) -> list[str]:
+    """``headers`` and ``rows`` in columns aligned with two spaces, one string a line."""
     widths = [max(len(str(r[i])) for r in [headers, *rows]) for i in range(len(headers))]
     return ["  ".join(str(cell).ljust(w) for cell, w in zip(row, widths)).rstrip()
             for row in [headers, *rows]]
