@@ -52,7 +52,8 @@ def quantize_report(source: Path, target: Path, mode: str, description: str,
         figures["cpu_int8_instructions"] = int8_instructions_figure()
 
     note = saturation_note(mode, reduce_range)
-    warnings = list(warnings) + ([note] if note else []) + _advice(mode, figures, layers)
+    warnings = list(warnings) + ([note] if note else []) + _advice(mode, figures, layers,
+                                                                  saturating=note is not None)
     tables = [_models_table(source, target, sizes, c)]
     plots = []
     if layers:
@@ -79,15 +80,17 @@ def _models_table(source: Path, target: Path, sizes: tuple[int, int], c: Compari
                                       "latency p50 (ms)", "latency p90 (ms)"], rows)
 
 
-def _advice(mode: str, figures: dict, layers: list[LayerError]) -> list[str]:
+def _advice(mode: str, figures: dict, layers: list[LayerError], saturating: bool) -> list[str]:
     advice = []
     worst = [e.node for e in layers if e.op_type != "(input)"][:WORST_SHOWN]
     drop = figures.get("accuracy_drop")
     if drop is not None and drop > ACCURACY_DROP_WARNING:
         hint = (f" or keep the worst layers in float (--exclude-nodes {','.join(worst)})"
                 if worst else "")
-        advice.append(f"accuracy dropped by {drop:g} points: try --calibration-method Entropy or "
-                      f"Percentile, more --calibration-samples{hint}")
+        # Where the kernels saturate, calibration cannot win back what the arithmetic loses.
+        first = "measure it again with --reduce-range, then " if saturating else ""
+        advice.append(f"accuracy dropped by {drop:g} points: {first}try --calibration-method "
+                      f"Entropy or Percentile, more --calibration-samples{hint}")
     ratio = figures.get("latency_ratio")
     if ratio is not None and ratio > SLOWER_RATIO:
         why = ("in a small model the time goes to running each operator more than to "
