@@ -301,6 +301,29 @@ def test_while_the_link_is_lost_the_run_says_reconnecting_in_words_for_people(tm
     assert (done.state, done.outage, done.error) == ("completed", {}, "")
 
 
+def test_a_stop_asked_for_while_the_cluster_is_out_of_reach_waits_out_the_back_off(tmp_path, monkeypatch):
+    monkeypatch.setattr(follower_module, "BACKOFF_S", (0.5,))
+    project, folder, remote = cluster_run(tmp_path, "slurm")
+    folder.stop_requested.touch()  # asked for here; it cannot reach the cluster yet
+    tries = []
+
+    def connect(_info, _folder):
+        tries.append(time.monotonic())
+        if len(tries) == 5:
+            (remote / "exit_code").write_text("0 1796041554\n")
+            return SlurmAnswers([("", "JobId=7 JobState=COMPLETED Reason=None ExitCode=0:0\n")])
+        raise ConnectionLost("Could not reach lab: the server did not complete the SSH handshake.")
+
+    lock = FollowerLock(folder)
+    assert lock.acquire()
+    try:
+        assert Follower(folder, connect=connect).run() == 0
+    finally:
+        lock.release()
+    gaps = [later - earlier for earlier, later in zip(tries, tries[1:])]
+    assert len(tries) == 5 and min(gaps) >= 0.45, gaps
+
+
 def test_the_reconnect_back_off_is_at_most_ten_seconds():
     assert max(BACKOFF_S) <= 10
 

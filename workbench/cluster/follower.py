@@ -385,12 +385,23 @@ class Follower:
     def _save(self) -> None:
         self.record.save(self.info)
 
+    def _unsent_requests(self) -> set[str]:
+        """The requests asked for here (stop, terminate) that have not reached the cluster."""
+        unsent = set()
+        if not self._terminate_sent and self.folder.terminate_requested.exists():
+            unsent.add("terminate")
+        if not self._stop_sent and self.folder.stop_requested.exists():
+            unsent.add("stop")
+        return unsent
+
     def _sleep(self, seconds: float) -> None:
-        """Sleep, waking early for a stop or terminate that has not been sent yet."""
+        """Sleep, waking early for a stop or terminate asked for meanwhile. One that was waiting
+        already (the cluster could not be reached to send it) waits for the next attempt like
+        the rest: waking for it would turn an outage's back-off into a busy loop."""
+        waiting = self._unsent_requests()
         deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
-            if (not self._terminate_sent and self.folder.terminate_requested.exists()) or \
-                    (not self._stop_sent and self.folder.stop_requested.exists()):
+            if self._unsent_requests() - waiting:
                 return
             time.sleep(min(REQUEST_POLL_S, max(0.0, deadline - time.monotonic())))
 
