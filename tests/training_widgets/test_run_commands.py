@@ -97,6 +97,20 @@ def test_stop_needs_no_confirmation(qtbot, open_window, toy_project):
     assert "no checkpoint yet" in commands.terminate_question("unknown-run")
 
 
+def test_terminate_of_a_cluster_run_names_no_checkpoint_step_from_here(open_window, toy_project):
+    """A cluster run's checkpoints come back here only now and then: the last one here may be
+    far behind the job's, so the question does not name it."""
+    from workbench.training.run_info import RunInfo
+    from workbench.training.widgets.session import RunRow
+
+    window = open_window(toy_project)
+    info = RunInfo(id="20260101-120000-000", state="running", run_dir=str(toy_project / "runs" / "r"),
+                   project_dir=str(toy_project), backend="slurm", cluster="lab", job_id="7")
+    session_of(window).rows.append(RunRow(info, can_resume=False, checkpoint_step=505))
+    question = commands_of(window).terminate_question(info.id)
+    assert "step 505" not in question and "last checkpoint on the cluster is lost" in question
+
+
 def test_train_with_hyper_parameters_starts_from_what_it_was_last_given(qtbot, open_window, toy_project, tmp_path):
     window = open_window(toy_project)
     commands = commands_of(window)

@@ -201,6 +201,11 @@ class TrainingCommands:
         """What Terminate asks: what is lost, up to the run's last checkpoint."""
         row = self.session.row(run_id)
         step = row.checkpoint_step if row is not None else None
+        if row is not None and row.info.is_cluster:
+            # Its checkpoints are written there and come back here only now and then, so the
+            # last one here may be long behind the job's.
+            return (f"Terminate run {run_id}? Its job is ended at once; progress since its last "
+                    "checkpoint on the cluster is lost.")
         if step is None:
             return (f"Terminate run {run_id}? It is killed at once; it has no checkpoint yet, so "
                     "everything it trained is lost.")
