@@ -102,7 +102,13 @@ def open_window(qtbot):
     yield windows.open
 
     def end_run(service, info) -> None:
-        service.terminate(info.id)
+        from workbench.training import TrainingError
+
+        try:
+            service.terminate(info.id)
+        except TrainingError:
+            if service.get(info.id).is_active:  # else it ended by itself since it was listed
+                raise
         service.wait(info.id, timeout=10)
 
     windows.close(end_run)
