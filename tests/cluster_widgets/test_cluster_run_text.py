@@ -6,7 +6,9 @@ from __future__ import annotations
 from workbench.cluster.data_selection import DataRef, LeftOut
 from workbench.cluster.data_sync import PlannedFile, SyncPlan
 from workbench.cluster.widgets.product_notice import model_among
-from workbench.cluster.widgets.runs_extension import cluster_rows, job_text, resources_text, scheduler_text
+from workbench.cluster.widgets.runs_extension import (
+    cluster_rows, job_text, product_model, resources_text, scheduler_text,
+)
 from workbench.cluster.widgets.sync_preview import format_size, plan_groups
 from workbench.training.run_info import RunInfo
 
@@ -69,3 +71,8 @@ def test_a_sync_plan_is_grouped_with_sizes_and_reasons_and_empty_groups_left_out
     assert groups["skipped"][1] == [("data/link", "", "symbolic link")]
     assert groups["refs"][1] == [("imagenet", "", "→ /shared/imagenet (missing there)")]
     assert format_size(512) == "512 B"
+
+
+def test_a_checkpoint_pulled_back_is_no_model_produced():
+    assert product_model(["checkpoints/step-00000960.pt"]) is None
+    assert product_model(["checkpoints/step-00000960.pt", "outputs/model.pt"]) == "outputs/model.pt"

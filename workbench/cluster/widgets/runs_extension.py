@@ -67,6 +67,12 @@ def cluster_rows(info) -> list[tuple[str, object]]:
 
 # --- the panel --------------------------------------------------------------------------------
 
+def product_model(products: list[str]) -> str | None:
+    """The model among a run's fetched ``products`` (run-folder-relative paths) worth a "Model
+    produced" notice: one of its outputs; a checkpoint is no product."""
+    return model_among([path for path in products if not path.startswith("checkpoints/")])
+
+
 class RunsExtension:
     """Joins the cluster's parts to one window's Runs panel and watches for arriving models."""
 
@@ -108,7 +114,7 @@ class RunsExtension:
 
     def show_products(self, info, products: list[str]) -> None:
         """The notice for ``products`` (run-folder-relative paths) of run ``info``."""
-        model = model_among(products)
+        model = product_model(products)
         if model is not None:
             path = Path(info.run_dir) / model
             self.notice.show_notice(f"Model produced: {self._shown(path)}", str(path))
