@@ -123,6 +123,11 @@ class TaskRunner(QObject):
     def is_running(self, key: str) -> bool:
         return key in self._running
 
+    @property
+    def busy(self) -> bool:
+        """At least one call runs."""
+        return bool(self._running)
+
     def cancel(self, key: str) -> None:
         entry = self._running.pop(key, None)
         if entry is not None:
