@@ -50,3 +50,11 @@ def test_run_info_round_trips_through_json_and_ignores_unknown_keys(tmp_path):
     info = _info(tmp_path, "a", 1.0)
     assert RunInfo.from_json({**info.to_json(), "from_a_newer_workbench": 1}) == info
     assert not info.can_resume and not info.is_active and info.duration is None
+
+
+def test_a_key_overridden_again_by_a_resume_shows_once_with_its_last_value():
+    from workbench.training.run_info import RunInfo
+
+    info = RunInfo(id="r", state="completed", run_dir="/r", project_dir="/p",
+                   overrides=["num_epochs=10", "learning_rate=0.1", "num_epochs=14"])
+    assert info.effective_overrides == ["learning_rate=0.1", "num_epochs=14"]

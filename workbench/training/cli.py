@@ -431,7 +431,7 @@ def show_command(run: str, project: Path | None, as_json: bool) -> None:
     rows = [
         ("run", info.id), ("state", state_text(info)), ("folder", info.run_dir),
         ("script", info.script), ("hparams", info.hparams_file or "(defaults)"),
-        ("overrides", " ".join(info.overrides) or "-"), ("processes", str(info.nproc)),
+        ("overrides", " ".join(info.effective_overrides) or "-"), ("processes", str(info.nproc)),
         ("command", " ".join(info.command)),
         ("started", time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info.started_at)) if info.started_at else "-"),
         ("duration", _duration(info.duration) if info.duration is not None else "-"),

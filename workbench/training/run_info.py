@@ -118,6 +118,18 @@ class RunInfo:
         """Whether a new run can start from its last checkpoint: not active, and one exists."""
         return not self.is_active and (Path(self.run_dir) / LATEST_CHECKPOINT).is_file()
 
+    @property
+    def effective_overrides(self) -> list[str]:
+        """The overrides as they take effect: one per key, the last given (a resume as a new
+        run adds its own after those of the run it goes on from), in the order they were last
+        given."""
+        last: dict[str, str] = {}
+        for override in self.overrides:
+            key = override.split("=", 1)[0].strip()
+            last.pop(key, None)
+            last[key] = override
+        return list(last.values())
+
     def to_json(self) -> dict:
         return asdict(self)
 

@@ -133,7 +133,7 @@ class RunDetails(QWidget):
         add(run, "Script", info.script)
         add(run, "Hyper-parameter file", info.hparams_file or "(none: the defaults)")
         if info.overrides:
-            add(run, "Overrides", "  ".join(info.overrides))
+            add(run, "Overrides", "  ".join(info.effective_overrides))
         add(run, "Processes", info.nproc)
         add(run, "Command", " ".join(info.command))
         commit = (info.git_commit or "")[:10]

@@ -63,7 +63,7 @@ def format_started(timestamp: float | None, now: float | None = None) -> str:
 
 def source_parts(info) -> list[str]:
     """The hyper-parameter file's name, the overrides and the processes of a run."""
-    parts = [Path(info.hparams_file).name if info.hparams_file else "defaults", *info.overrides]
+    parts = [Path(info.hparams_file).name if info.hparams_file else "defaults", *info.effective_overrides]
     if getattr(info, "nproc", 1) and info.nproc > 1:
         parts.append(f"×{info.nproc} processes")
     return parts
