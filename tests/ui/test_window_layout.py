@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QDockWidget, QTabBar
+from PySide6.QtWidgets import QApplication, QDockWidget, QTabBar
 
+from workbench.app.screenshot import settle
 from workbench.project import create_from_template, load_project
 from workbench.ui.project_window import ProjectWindow
 
@@ -26,7 +27,9 @@ def open_window(qtbot):
         qtbot.addWidget(window)
         with qtbot.waitSignal(window.sig_capabilities_installed, timeout=30_000):
             window.show()
-        qtbot.wait(300)  # docks that bring themselves forward do it after a zero timer
+        # Until its listings are in: a panel may take more room while it loads, and the saved
+        # layout is applied again when it does.
+        settle(QApplication.instance(), window)
         return window
 
     return open_

@@ -88,8 +88,10 @@ class DockLayout(QObject):
         # the tab its capability brought forward still in front.
         self._new_tabs = [(mates[0], dock) for dock in new
                           if (mates := [m for m in window.tabifiedDockWidgets(dock) if is_known(m)])]
-        fronts = (self._front_of([dock, *window.tabifiedDockWidgets(dock)]) for _, dock in self._new_tabs)
-        self._new_fronts = [front.objectName() for front in fronts if front is not None]
+        # When the group's tab bar is not made yet, the known dock is the front: a capability
+        # puts its new dock behind the one the user knows.
+        self._new_fronts = [(self._front_of([dock, *window.tabifiedDockWidgets(dock)]) or known).objectName()
+                            for known, dock in self._new_tabs]
         self._settling = True
         self._window.installEventFilter(self)
         QApplication.instance().installEventFilter(self)
