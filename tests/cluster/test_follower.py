@@ -259,6 +259,17 @@ def test_a_time_limit_after_a_stop_still_shows_slurms_note(tmp_path):
     assert folder.stderr_log.read_text() == note
 
 
+def follow_as_its_follower(folder, connect) -> None:
+    """Follow the run in this process, holding its follower's lock as its follower would, so
+    that the service starts no other follower; the run must end well."""
+    lock = FollowerLock(folder)
+    assert lock.acquire()
+    try:
+        assert Follower(folder, connect=connect).run() == 0
+    finally:
+        lock.release()
+
+
 def test_while_the_link_is_lost_the_run_says_reconnecting_in_words_for_people(tmp_path, capsys):
     project, folder, remote = cluster_run(tmp_path, "slurm")
     (remote / "exit_code").write_text("0 1796041554\n")
@@ -277,13 +288,7 @@ def test_while_the_link_is_lost_the_run_says_reconnecting_in_words_for_people(tm
         raise ConnectionLost("Could not reach lab: the server did not complete the SSH handshake "
                              "(Error reading SSH protocol banner).")
 
-    # This test is the run's follower: the service must not start another one.
-    lock = FollowerLock(folder)
-    assert lock.acquire()
-    try:
-        assert Follower(folder, connect=connect).run() == 0
-    finally:
-        lock.release()
+    follow_as_its_follower(folder, connect)
 
     [(info, listed, shown)] = seen
     assert info.state == "running" and info.outage["kind"] == "connection"
@@ -314,12 +319,7 @@ def test_a_stop_asked_for_while_the_cluster_is_out_of_reach_waits_out_the_back_o
             return SlurmAnswers([("", "JobId=7 JobState=COMPLETED Reason=None ExitCode=0:0\n")])
         raise ConnectionLost("Could not reach lab: the server did not complete the SSH handshake.")
 
-    lock = FollowerLock(folder)
-    assert lock.acquire()
-    try:
-        assert Follower(folder, connect=connect).run() == 0
-    finally:
-        lock.release()
+    follow_as_its_follower(folder, connect)
     gaps = [later - earlier for earlier, later in zip(tries, tries[1:])]
     assert len(tries) == 5 and min(gaps) >= 0.45, gaps
 
