@@ -5,7 +5,9 @@ network) blocks nobody else, and onnxruntime, hashing and file writes release th
 sessions run side by side. The agent listens on loopback, plus the address the user names
 (``--host``); on every interface only with ``--all-interfaces``.
 
-Its data folder (``--data-dir``) holds ``device.json`` (the device's id), ``paired_hosts.json``,
+Every connection is TLS 1.3 (``tls.py``, ``auth.py``). Its data folder (``--data-dir``) holds
+``device.json`` (the device's id), ``link-key.pem`` and ``link-cert.pem`` (its TLS identity, the
+key readable by its user only), ``paired_hosts.json`` (the hosts' pinned certificates),
 ``models/`` (by sha256), ``sessions/`` (one sandbox per open session) and ``agent.log``.
 """
 
@@ -19,6 +21,7 @@ import os
 import platform
 import signal
 import socket
+import ssl
 import sys
 import threading
 import uuid
@@ -26,6 +29,7 @@ from pathlib import Path
 from typing import Callable, List, Optional, Set, Tuple
 
 from workbench_device import __version__, logs
+from workbench_device.auth import NotTLS, upgrade
 from workbench_device.connection import AgentConnection
 from workbench_device.device_info import _getprop, device_model
 from workbench_device.logs import LogHub, say, setup_logging
@@ -40,11 +44,15 @@ from workbench_device.protocol import (
 from workbench_device.sessions import DEFAULT_MAX_SESSIONS, SessionRegistry
 from workbench_device.scripts import RunningScripts
 from workbench_device.store import PUSH_MEMORY_BYTES, ModelStore
+from workbench_device.tls import IdentityError, load_or_make_identity, server_context, short_fingerprint
 from workbench_device.wire import FrameSocket
 
 log = logging.getLogger(__name__)
 
 FRAME_TIMEOUT_S = 120.0
+# A connection over the limit is told so within this long, by at most this many threads.
+REFUSE_TIMEOUT_S = 5.0
+MAX_REFUSING = 16
 _WILDCARDS = ("0.0.0.0", "::", "")
 
 
@@ -88,7 +96,14 @@ class Agent:
         self.on_pairing_code = on_pairing_code
         self.device_id, saved_name = self._identity()
         self.name = name or saved_name or self._default_name()
+        try:
+            self.identity = load_or_make_identity(self.data_dir, f"workbench-device {self.device_id}")
+        except IdentityError as exc:
+            self._release_data_dir()
+            raise AgentError(str(exc)) from None
         self.paired_hosts = PairedHosts(self.data_dir / "paired_hosts.json")
+        self._tls_lock = threading.Lock()
+        self._tls_context = server_context(self.identity, self.paired_hosts.certificates())
         self.pairing = Pairing(self.paired_hosts, lock_seconds=pairing_lock_s,
                                on_new_code=self._code_changed)
         self.store = ModelStore(self.data_dir / "models", push_memory_bytes=push_memory_bytes)
@@ -100,6 +115,7 @@ class Agent:
         self._listeners: List[socket.socket] = []
         self._threads: List[threading.Thread] = []
         self._connections: Set[AgentConnection] = set()
+        self._refusing = 0
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._advertisement = None
@@ -120,6 +136,11 @@ class Agent:
                              "its own --data-dir") from None
         return fd
 
+    def _release_data_dir(self) -> None:
+        if self._data_lock is not None:
+            os.close(self._data_lock)  # releases the lock
+            self._data_lock = None
+
     # --- identity ---
 
     def _identity(self) -> Tuple[str, Optional[str]]:
@@ -139,6 +160,22 @@ class Agent:
         if _getprop("ro.product.model"):
             return device_model()
         return platform.node() or device_model()
+
+    def tls_context(self) -> ssl.SSLContext:
+        """The context for the next connection: it trusts the hosts paired so far."""
+        with self._tls_lock:
+            return self._tls_context
+
+    def paired_hosts_changed(self) -> None:
+        """A host paired: connections from now on accept its certificate."""
+        context = server_context(self.identity, self.paired_hosts.certificates())
+        with self._tls_lock:
+            self._tls_context = context
+
+    @property
+    def fingerprint(self) -> str:
+        """This agent's certificate fingerprint, as people compare it."""
+        return short_fingerprint(self.identity.fingerprint)
 
     def _code_changed(self, code: str) -> None:
         if self.on_pairing_code is not None:
@@ -235,14 +272,27 @@ class Agent:
                              daemon=True).start()
 
     def _refuse(self, sock: socket.socket) -> None:
-        fs = FrameSocket(sock)
-        try:
-            sock.settimeout(2.0)
-            fs.send(error_header(Err.BUSY, f"the device has {self.max_connections} connections "
-                                           "already; close one and try again"))
-        except OSError:
-            pass
-        fs.close()
+        """Tell a connection over the limit that the device is busy (inside TLS, as every
+        frame), on a short-lived thread of its own; past a few such threads, just close it."""
+        with self._lock:
+            if self._refusing >= MAX_REFUSING:
+                sock.close()
+                return
+            self._refusing += 1
+
+        def refuse() -> None:
+            try:
+                fs = FrameSocket(upgrade(sock, self.tls_context(), REFUSE_TIMEOUT_S))
+                fs.send(error_header(Err.BUSY, f"the device has {self.max_connections} "
+                                               "connections already; close one and try again"))
+                fs.close()
+            except (NotTLS, OSError, ssl.SSLError):
+                sock.close()
+            finally:
+                with self._lock:
+                    self._refusing -= 1
+
+        threading.Thread(target=refuse, name="wb-device-refuse", daemon=True).start()
 
     def forget(self, connection: AgentConnection) -> None:
         with self._lock:
@@ -282,9 +332,7 @@ class Agent:
         if self._advertisement is not None:
             self._advertisement.stop()
         logging.getLogger(logs.LOGGER).removeHandler(self.logs)
-        if self._data_lock is not None:
-            os.close(self._data_lock)  # releases the lock
-            self._data_lock = None
+        self._release_data_dir()
         log.info("agent stopped")
 
     def __enter__(self) -> "Agent":
@@ -366,8 +414,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             "event": "listening", "host": agent.addresses[-1][0], "port": agent.port,
             "addresses": [f"{h}:{p}" for h, p in agent.addresses], "pairing_code": code,
             "name": agent.name, "device_id": agent.device_id, "protocol": VERSION,
-            "agent_version": __version__, "data_dir": str(agent.data_dir), "pid": os.getpid()}))
+            "agent_version": __version__, "data_dir": str(agent.data_dir), "pid": os.getpid(),
+            "cert_fingerprint": agent.identity.fingerprint}))
     say(f"Pairing code: {code}")
+    say(f"Certificate: {agent.fingerprint}")
     for host, port in agent.addresses:
         say(f"Listening on {host}:{port}")
 

@@ -1,99 +1,140 @@
-"""The handshake of a connection: ``hello`` (the protocol version both ends speak, and a nonce)
-and the challenge-response authentication of a paired host, with the agent's answer that proves
-the agent holds the same secret (mutual).
+"""Who is on a connection: the TLS handshake, the clear-text frames of older hosts, and pairing.
 
-``hello`` gives the host a fresh agent nonce; the host sends ``auth`` with its own nonce and
-HMAC-SHA256(secret, agent_nonce + host_nonce); the agent checks it in constant time and answers
-HMAC-SHA256(secret, host_nonce + agent_nonce). Neither side ever sends the secret.
-
-A nonce serves one ``auth``, whatever its outcome: a host that failed asks for a new challenge
-with another ``hello``, so no two proofs are ever checked against the same challenge. A
-connection whose auths fail ``MAX_FAILED_AUTHS`` times is closed.
+A connection starts with TLS 1.3 (``tls.py``). A host that offers a pinned certificate is that
+host from the first frame on; a host that offers none may only say hello and pair (``pair.begin``
+then ``pair.finish``, ``pake.py``), which pins its certificate and authenticates the connection.
+Hosts of protocol version 1 spoke clear text: their first bytes are a frame's magic, not a TLS
+record, and they get one clear-text error telling the user to update Workbench.
 """
 
 from __future__ import annotations
 
+import logging
+import socket
+import ssl
 from typing import Any, Dict, Mapping, Optional, Tuple
 
-from workbench_device.pairing import PairedHosts
+from workbench_device.pake import PakeError
+from workbench_device.pairing import AgentExchange, Pairing, PairedHosts
 from workbench_device.protocol import (
+    CLEAR_TEXT_VERSION,
+    MAGIC,
     SUPPORTED_VERSIONS,
     Err,
-    FrameError,
     ProtocolError,
+    error_header,
     field_of,
-    hmac_proof,
+    frame_bytes,
+    hex_field,
     negotiate_version,
-    new_nonce,
-    proofs_match,
 )
+from workbench_device.tls import fingerprint, peek_start, peer_certificate
 
-# A host holding the secret never fails twice; past this a connection is guessing.
-MAX_FAILED_AUTHS = 3
+log = logging.getLogger(__name__)
 
-
-def verify_host(hosts: PairedHosts, host_id: Any, agent_nonce: str, host_nonce: Any,
-                proof: Any) -> str:
-    """The agent's proof for the host once the host's ``proof`` checks out; ProtocolError
-    auth_failed when the host is not paired or its proof is wrong."""
-    if not isinstance(host_id, str) or not host_id:
-        raise ProtocolError(Err.BAD_REQUEST, "auth needs the field 'host_id'")
-    if not isinstance(host_nonce, str) or len(host_nonce) < 32:
-        raise ProtocolError(Err.BAD_REQUEST, "auth needs 'host_nonce': at least 16 random bytes "
-                                             "in hex")
-    secret = hosts.secret_for(host_id)
-    if secret is None:
-        raise ProtocolError(Err.AUTH_FAILED, "this host is not paired with the device; pair "
-                                             "again with the code the device shows")
-    expected = hmac_proof(secret, agent_nonce, host_nonce)
-    if not proofs_match(expected, proof):
-        raise ProtocolError(Err.AUTH_FAILED, "the host's proof does not match: the secret it "
-                                             "holds is not this device's; pair again")
-    return hmac_proof(secret, host_nonce, agent_nonce)
+# A certificate is a few hundred bytes; this bounds what a host that has not paired may send.
+MAX_CERT_BYTES = 16 * 1024
+MAX_PAKE_MESSAGE_BYTES = 1024
+UPDATE_WORKBENCH = ("this device's agent speaks debug link protocol {versions} (TLS with "
+                    "pinned certificates); this Workbench speaks clear-text protocol 1: update "
+                    "Workbench (pip install -U workbench), then pair again")
 
 
-class Handshake:
-    """One connection's ``hello`` and ``auth``: the version its hello chose, the nonce of its
-    last hello (until an ``auth`` uses it) and how many of its auths failed."""
+class NotTLS(Exception):
+    """The peer's first bytes are no TLS handshake; ``answered`` when it was told why."""
 
-    def __init__(self, hosts: PairedHosts, max_failed_auths: int = MAX_FAILED_AUTHS):
-        self.hosts = hosts
-        self.max_failed_auths = max_failed_auths
-        self.version: Optional[int] = None
-        self.failed_auths = 0
-        self._nonce: Optional[str] = None
+    def __init__(self, message: str, answered: bool):
+        super().__init__(message)
+        self.answered = answered
 
-    def hello(self, header: Mapping[str, Any]) -> Dict[str, Any]:
-        """The handshake's fields of ``hello.ok``: the chosen ``protocol``, the ``versions`` the
-        agent speaks, whether ``host_id`` is paired, and a fresh ``nonce``. ProtocolError
-        unsupported_version (a hello that fails leaves the connection without a nonce)."""
-        self._nonce = None
-        self.version = negotiate_version(header)
-        host_id = header.get("host_id")
-        paired = isinstance(host_id, str) and host_id in self.hosts
-        self._nonce = new_nonce()
-        return {"protocol": self.version, "versions": list(SUPPORTED_VERSIONS), "paired": paired,
-                "auth": "challenge" if paired else "pairing", "nonce": self._nonce}
 
-    def auth(self, header: Mapping[str, Any]) -> Tuple[str, str]:
-        """``(host_id, proof_agent)`` when the host's proof answers the last hello's nonce.
-        ProtocolError bad_request (no unused nonce; a malformed field) or auth_failed; the
-        failure that reaches ``max_failed_auths`` is a FrameError, so the connection closes."""
-        nonce, self._nonce = self._nonce, None
-        if nonce is None:
-            raise ProtocolError(Err.BAD_REQUEST, "send hello first: auth answers the nonce of the "
-                                                 "last hello, and each nonce serves one auth")
-        host_id = field_of(header, "host_id", str)
+def upgrade(sock: socket.socket, context: ssl.SSLContext, timeout: float) -> ssl.SSLSocket:
+    """The accepted ``sock`` wrapped in TLS once its handshake is done (within ``timeout``).
+    NotTLS for a clear-text frame of an older host (answered with "update Workbench") or other
+    bytes; ssl.SSLError / OSError for a handshake that fails (a certificate the agent does not
+    pin, a broken record)."""
+    sock.settimeout(timeout)
+    start = peek_start(sock, len(MAGIC))
+    if start == MAGIC:
+        message = UPDATE_WORKBENCH.format(versions=", ".join(map(str, SUPPORTED_VERSIONS)))
+        answered = True
         try:
-            proof_agent = verify_host(self.hosts, host_id, nonce, header.get("host_nonce"),
-                                      header.get("proof"))
-        except ProtocolError as exc:
-            if exc.code != Err.AUTH_FAILED:
-                raise
-            self.failed_auths += 1
-            if self.failed_auths >= self.max_failed_auths:
-                raise FrameError(Err.AUTH_FAILED, f"{exc.message}; after {self.failed_auths} "
-                                 "failed auths the device closes this connection") from None
-            raise ProtocolError(Err.AUTH_FAILED, f"{exc.message} (send hello for a new nonce "
-                                                 "before the next auth)") from None
-        return host_id, proof_agent
+            sock.sendall(frame_bytes(error_header(Err.UNSUPPORTED_VERSION, message,
+                                                  versions=list(SUPPORTED_VERSIONS)),
+                                     version=CLEAR_TEXT_VERSION))
+        except OSError:
+            answered = False
+        raise NotTLS("a clear-text frame (an older Workbench)", answered)
+    if not start:
+        raise NotTLS("closed before sending anything", False)
+    tls_sock = context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+    tls_sock.do_handshake()
+    return tls_sock
+
+
+def host_of(hosts: PairedHosts, sock: ssl.SSLSocket) -> Optional[str]:
+    """The paired host whose certificate ``sock`` presented; None when it presented none."""
+    return hosts.host_of(peer_certificate(sock))
+
+
+def hello_fields(header: Mapping[str, Any], host_id: Optional[str]) -> Dict[str, Any]:
+    """The handshake's fields of ``hello.ok``: the chosen ``protocol``, the ``versions`` the agent
+    speaks, and whether this connection's certificate is a paired host's. ProtocolError
+    unsupported_version."""
+    version = negotiate_version(header)
+    paired = host_id is not None
+    return {"protocol": version, "versions": list(SUPPORTED_VERSIONS), "paired": paired,
+            "auth": "certificate" if paired else "pairing"}
+
+
+class PairingAttempt:
+    """One connection's pairing: ``begin`` answers ``pair.begin``, ``finish`` ``pair.finish``."""
+
+    def __init__(self, pairing: Pairing, agent_certificate: bytes, peer: str):
+        self.pairing = pairing
+        self.agent_fingerprint = fingerprint(agent_certificate)
+        self.peer = peer
+        self._pending: Optional[Tuple[AgentExchange, str, str, bytes]] = None
+
+    def begin(self, header: Mapping[str, Any]) -> Dict[str, Any]:
+        """The fields of ``pair.begin.ok``: the agent's PAKE message and the fingerprint of the
+        certificate the agent presents (a host that sees another one is talking to a relay)."""
+        self._pending = None
+        host_id = field_of(header, "host_id", str)
+        if not 0 < len(host_id) <= 200:
+            raise ProtocolError(Err.BAD_REQUEST, "'host_id' must be 1 to 200 characters")
+        host_name = str(header.get("host_name") or host_id)[:200]
+        cert = hex_field(header, "cert", MAX_CERT_BYTES)
+        _check_certificate(cert)
+        host_message = hex_field(header, "pake", MAX_PAKE_MESSAGE_BYTES)
+        exchange = self.pairing.begin(self.peer)
+        try:
+            exchange.finish(host_message, host_id, self.agent_fingerprint, fingerprint(cert))
+        except PakeError as exc:
+            raise ProtocolError(Err.BAD_REQUEST, f"'pake': {exc}") from None
+        self._pending = (exchange, host_id, host_name, cert)
+        return {"pake": exchange.message.hex(), "cert_fingerprint": self.agent_fingerprint}
+
+    def finish(self, header: Mapping[str, Any]) -> Tuple[str, str]:
+        """``(host_id, agent confirmation)`` when the host's confirmation matches: the host's
+        certificate is pinned. ProtocolError bad_code / pairing_locked otherwise; bad_request
+        without a ``pair.begin`` before it (each begin serves one finish)."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            raise ProtocolError(Err.BAD_REQUEST, "send pair.begin first: each pair.finish "
+                                                 "answers the pair.begin before it")
+        exchange, host_id, host_name, cert = pending
+        self.pairing.finish(exchange, header.get("confirm"), host_id, host_name, cert,
+                            source=self.peer)
+        return host_id, exchange.confirmation()
+
+
+def _check_certificate(der: bytes) -> None:
+    """ProtocolError bad_request unless ``der`` is an X.509 certificate TLS can use."""
+    from cryptography import x509
+
+    try:
+        x509.load_der_x509_certificate(der)
+    except ValueError as exc:
+        raise ProtocolError(Err.BAD_REQUEST, f"'cert' is not a DER X.509 certificate "
+                                             f"({exc})") from None

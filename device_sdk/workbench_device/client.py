@@ -1,14 +1,17 @@
 """A small synchronous client of the debug link: what a host needs to pair with an agent,
-authenticate, push models, run, benchmark, verify and follow the device's log.
+push models, run, benchmark, verify and follow the device's log.
 
-One ``DeviceClient`` is one connection (and at most one session); it is not thread-safe. Errors
-the agent answers raise ``RemoteError`` (with the protocol's ``code``); a connection that drops
-raises ``ConnectionClosed`` (or the socket's own ``OSError``); a reply to no request this client
-is waiting for raises ``ProtocolError`` (the link is out of step).
+One ``DeviceClient`` is one TLS connection (and at most one session); it is not thread-safe.
+Errors the agent answers raise ``RemoteError`` (with the protocol's ``code``); a connection that
+drops raises ``ConnectionClosed`` (or the socket's own ``OSError``); a reply to no request this
+client is waiting for raises ``ProtocolError`` (the link is out of step). An agent whose
+certificate is not the pinned one raises ``CertificateChanged`` before any frame is sent.
 
-    with DeviceClient("127.0.0.1", 7300) as device:
+    identity = load_or_make_identity(folder, "my laptop")          # this host's key pair
+    with DeviceClient.for_pairing("127.0.0.1", 7300, identity) as device:
+        pin = device.pair(host_id, "my laptop", "123456")          # once: the agent's pin
+    with DeviceClient("127.0.0.1", 7300, identity=identity, pin=pin) as device:
         device.hello(host_id)
-        secret = device.pair(host_id, "my laptop", "123456")  # once; later: authenticate()
         device.open_session("onnxruntime")
         sha = device.push_model("model.onnx").sha256
         model = device.load_model(sha)
@@ -22,6 +25,7 @@ import hashlib
 import logging
 import os
 import socket
+import ssl
 import threading
 import time
 from dataclasses import dataclass
@@ -39,13 +43,13 @@ from workbench_device.protocol import (
     Msg,
     ProtocolError,
     RemoteError,
-    hmac_proof,
-    new_nonce,
+    hex_field,
     ok,
     pack_tensors,
-    proofs_match,
     unpack_tensors,
 )
+from workbench_device.pake import PairingExchange, PakeError
+from workbench_device.tls import Identity, client_context, fingerprint, short_fingerprint
 from workbench_device.wire import FrameSocket, tune
 
 log = logging.getLogger(__name__)
@@ -121,14 +125,30 @@ class DeviceClient:
 
     def __init__(self, host: str, port: int, timeout: float = DEFAULT_TIMEOUT_S,
                  connect_timeout: float = 10.0,
-                 on_log: Optional[Callable[[Dict[str, Any]], None]] = None):
+                 on_log: Optional[Callable[[Dict[str, Any]], None]] = None,
+                 identity: Optional[Identity] = None, pin: Optional[str] = None,
+                 present_certificate: bool = True):
         self.host = host
         self.port = port
         self.timeout = timeout
+        self.identity = identity
         sock = socket.create_connection((host, port), timeout=connect_timeout)
         tune(sock)
-        sock.settimeout(timeout)
-        self.fs = FrameSocket(sock)
+        context = client_context(identity if present_certificate else None)
+        try:
+            tls_sock = context.wrap_socket(sock)
+        except ssl.SSLError as exc:
+            sock.close()
+            raise _handshake_error(exc, f"{host}:{port}") from None
+        except BaseException:
+            sock.close()
+            raise
+        self.peer_fingerprint = fingerprint(tls_sock.getpeercert(binary_form=True) or b"")
+        if pin is not None and pin.lower() != self.peer_fingerprint:
+            tls_sock.close()
+            raise CertificateChanged(f"{host}:{port}", pin.lower(), self.peer_fingerprint)
+        tls_sock.settimeout(timeout)
+        self.fs = FrameSocket(tls_sock)
         self.on_log = on_log
         self.logs: Deque[Dict[str, Any]] = collections.deque(maxlen=LOG_BACKLOG)
         self.hello_reply: Dict[str, Any] = {}
@@ -137,8 +157,14 @@ class DeviceClient:
         self._next_id = 1
         # Requests sent and not answered yet: a reply with another id is not for this client.
         self._waiting: Set[int] = set()
-        self._nonce: Optional[str] = None  # the last hello's, until an auth uses it
         self._closed = False
+
+    @classmethod
+    def for_pairing(cls, host: str, port: int, identity: Identity,
+                    **options: Any) -> "DeviceClient":
+        """A connection that offers no certificate (the agent does not know it yet): it can say
+        hello and ``pair``."""
+        return cls(host, port, identity=identity, present_certificate=False, **options)
 
     # --- frames ---
 
@@ -151,8 +177,6 @@ class DeviceClient:
     def send(self, kind: str, payload: Any = b"", **fields: Any) -> int:
         """Send a request; its id."""
         request_id = self._new_id()
-        if kind == Msg.AUTH:
-            self._nonce = None  # the agent uses it up, whatever the auth's outcome
         header = {"type": kind, "id": request_id}
         header.update(fields)
         self.fs.send(header, payload)
@@ -161,7 +185,12 @@ class DeviceClient:
     def read_frame(self, timeout: Optional[float] = None) -> Frame:
         """The next frame from the agent, whatever it is."""
         self.fs.sock.settimeout(self.timeout if timeout is None else timeout)
-        head = self.fs.recv_head()
+        try:
+            head = self.fs.recv_head()
+        except ssl.SSLError as exc:
+            # In TLS 1.3 the agent checks this host's certificate after the client's side of
+            # the handshake is done: a refusal arrives as an alert on the first read.
+            raise _handshake_error(exc, f"{self.host}:{self.port}") from None
         if head is None:
             raise ConnectionClosed(f"the device at {self.host}:{self.port} closed the connection")
         header, payload_len = head
@@ -230,20 +259,19 @@ class DeviceClient:
     # --- handshake ---
 
     def hello(self, host_id: Optional[str] = None) -> Dict[str, Any]:
-        """The agent's hello (name, device_id, whether ``host_id`` is paired, the nonce)."""
+        """The agent's hello (name, device_id, whether this connection's certificate is a paired
+        host's)."""
         fields: Dict[str, Any] = {"client": f"workbench-device-client/{__version__}",
                                   "protocol": max(SUPPORTED_VERSIONS),
                                   "versions": list(SUPPORTED_VERSIONS)}
         if host_id:
             fields["host_id"] = host_id
-        self._nonce = None
         reply = self.request(Msg.HELLO, **fields).header
         if reply.get("protocol") not in SUPPORTED_VERSIONS:
             raise ProtocolError(Err.UNSUPPORTED_VERSION, f"the device chose protocol "
                                 f"{reply.get('protocol')}, this host speaks "
                                 f"{', '.join(map(str, SUPPORTED_VERSIONS))}: update the older side")
         self.hello_reply = reply
-        self._nonce = reply.get("nonce")
         return reply
 
     @property
@@ -256,28 +284,33 @@ class DeviceClient:
         return BASE_CHUNK
 
     def pair(self, host_id: str, host_name: str, code: str) -> str:
-        """Pair with the code the device shows; the secret for later connections (this one is
-        authenticated already)."""
-        return str(self.request(Msg.PAIR, host_id=host_id, host_name=host_name,
-                                code=str(code)).header["secret"])
+        """Pair with the code the device shows (see ``pake.py``); the fingerprint of the agent's
+        certificate, to pin. This connection is authenticated once it returns.
 
-    def authenticate(self, host_id: str, secret: str) -> None:
-        """Prove this host holds ``secret`` and check that the device does too. Each hello's
-        nonce serves one auth: when the last one was used, this says hello again first."""
-        if not self.hello_reply:
-            raise ProtocolError(Err.BAD_REQUEST, "send hello before authenticating")
-        if not self._nonce:
-            self.hello(host_id)
-        nonce, self._nonce = self._nonce, None
-        if not nonce:
-            raise ProtocolError(Err.BAD_REQUEST, "the device's hello gave no nonce to answer")
-        host_nonce = new_nonce()
-        reply = self.request(Msg.AUTH, host_id=host_id, host_nonce=host_nonce,
-                             proof=hmac_proof(secret, nonce, host_nonce)).header
-        if not proofs_match(hmac_proof(secret, host_nonce, nonce), reply.get("proof_agent")):
-            raise ProtocolError(Err.AUTH_FAILED, f"the device at {self.host}:{self.port} does not "
-                                                 "hold this host's secret: it is not the device "
-                                                 "that was paired; pair again")
+        RemoteError bad_code / pairing_locked from the agent; ``RelayDetected`` when the agent
+        says it presents another certificate than the one this connection got (nothing is sent
+        that would spend a guess); ProtocolError when the agent's confirmation does not match
+        (a device that does not know the code)."""
+        if self.identity is None:
+            raise ProtocolError(Err.BAD_REQUEST, "pairing needs this host's identity")
+        exchange = PairingExchange("host", code)
+        reply = self.request(Msg.PAIR_BEGIN, host_id=host_id, host_name=host_name,
+                             cert=self.identity.cert_der.hex(),
+                             pake=exchange.message.hex()).header
+        claimed = reply.get("cert_fingerprint")
+        if isinstance(claimed, str) and claimed.lower() != self.peer_fingerprint:
+            raise RelayDetected(f"{self.host}:{self.port}", claimed.lower(), self.peer_fingerprint)
+        try:
+            exchange.finish(hex_field(reply, "pake", 1024), host_id, self.peer_fingerprint,
+                            self.identity.fingerprint)
+        except PakeError as exc:
+            raise ProtocolError(Err.BAD_FRAME, f"the device's pairing message: {exc}") from None
+        reply = self.request(Msg.PAIR_FINISH, confirm=exchange.confirmation()).header
+        if not exchange.confirms(reply.get("confirm")):
+            raise ProtocolError(Err.BAD_CODE, f"the device at {self.host}:{self.port} accepted "
+                                "the code but could not prove it knows it: it is not the device "
+                                "showing that code; nothing was paired")
+        return self.peer_fingerprint
 
     # --- device and session ---
 
@@ -451,14 +484,54 @@ def _fields(frame: Frame) -> Dict[str, Any]:
     return {k: v for k, v in frame.header.items() if k not in ("type", "id")}
 
 
-def connect(host: str, port: int, host_id: str, secret: str,
+def connect(host: str, port: int, host_id: str, identity: Identity, pin: str,
             timeout: float = DEFAULT_TIMEOUT_S) -> DeviceClient:
-    """A connection to the agent at ``host:port``, said hello to and authenticated."""
-    client = DeviceClient(host, port, timeout=timeout)
+    """A TLS connection to the agent at ``host:port`` whose certificate is ``pin``, offering
+    ``identity``'s, said hello to."""
+    client = DeviceClient(host, port, timeout=timeout, identity=identity, pin=pin)
     try:
         client.hello(host_id)
-        client.authenticate(host_id, secret)
     except BaseException:
         client.fs.close()
         raise
     return client
+
+
+class CertificateChanged(ProtocolError):
+    """The agent at ``address`` presented another certificate than the pinned one."""
+
+    def __init__(self, address: str, pinned: str, presented: str):
+        super().__init__(Err.CERTIFICATE_CHANGED,
+                         f"the device at {address} presented a certificate "
+                         f"{short_fingerprint(presented)}, not the one pinned at pairing "
+                         f"({short_fingerprint(pinned)})")
+        self.address = address
+        self.pinned = pinned
+        self.presented = presented
+
+
+class RelayDetected(ProtocolError):
+    """Pairing found that something between host and agent terminates TLS."""
+
+    def __init__(self, address: str, agent_says: str, connection_has: str):
+        super().__init__(Err.CERTIFICATE_CHANGED,
+                         f"the connection to {address} is intercepted: the device says its "
+                         f"certificate is {short_fingerprint(agent_says)}, this connection got "
+                         f"{short_fingerprint(connection_has)}; nothing was paired. Pair over a "
+                         "network you trust, or over USB (adb forward)")
+
+
+def _handshake_error(exc: ssl.SSLError, address: str) -> ProtocolError:
+    """What a failed TLS handshake means for the user."""
+    text = str(exc)
+    if any(alert in text for alert in ("UNKNOWN_CA", "CERTIFICATE_UNKNOWN", "BAD_CERTIFICATE",
+                                       "CERTIFICATE_REQUIRED")):
+        return ProtocolError(Err.NOT_PAIRED, f"the device at {address} does not know this "
+                             "computer's certificate (it was unpaired, or its data was reset): "
+                             "pair again with the code it shows")
+    if "WRONG_VERSION_NUMBER" in text or "PACKET_LENGTH_TOO_LONG" in text:
+        return ProtocolError(Err.UNSUPPORTED_VERSION, f"the device at {address} does not speak "
+                             "TLS: its agent is older than this Workbench (protocol 1, clear "
+                             "text); update workbench-device-agent on it")
+    return ProtocolError(Err.BAD_FRAME, f"the TLS handshake with {address} failed "
+                                        f"({exc.reason or text})")

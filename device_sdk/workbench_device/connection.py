@@ -1,4 +1,4 @@
-"""One host connection to the agent: its frames, its authentication, its session.
+"""One host connection to the agent: its TLS, its frames, its authentication, its session.
 
 Every request goes to the method ``on_<type>`` (dots as underscores: ``push.chunk`` ->
 ``on_push_chunk``), which returns the reply's fields (and payload). Whatever goes wrong stays
@@ -11,11 +11,12 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import ssl
 import time
 from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
 
 from workbench_device import __version__, logs
-from workbench_device.auth import Handshake
+from workbench_device.auth import NotTLS, PairingAttempt, hello_fields, host_of, upgrade
 from workbench_device.bench import benchmark
 from workbench_device.device_info import describe
 from workbench_device.protocol import (
@@ -129,8 +130,9 @@ class AgentConnection:
         self.sock = sock
         self.peer = peer
         tune(sock)
+        # Until the TLS handshake is done this holds the bare socket, so close() can wake it.
         self.fs = FrameSocket(sock, max_payload=agent.max_payload)
-        self.handshake = Handshake(agent.paired_hosts)
+        self.pairing = PairingAttempt(agent.pairing, agent.identity.cert_der, peer)
         self.host_id: Optional[str] = None
         self.session: Optional[Session] = None
         self.subscription: Optional[logs.LogSubscription] = None
@@ -149,12 +151,41 @@ class AgentConnection:
         logs.context.agent = self.agent
         log.debug("connection from %s", self.peer)
         try:
+            if not self._start_tls():
+                return
             while not self._closing and self._serve_one():
                 pass
         except Exception:  # a bug here must end this connection only
             log.exception("connection from %s failed", self.peer)
         finally:
             self.cleanup()
+
+    def _start_tls(self) -> bool:
+        """Do the TLS handshake; False (the connection is over) when it failed."""
+        try:
+            tls_sock = upgrade(self.sock, self.agent.tls_context(), self.agent.frame_timeout_s)
+        except NotTLS as exc:
+            log.warning("%s sent %s; it was %s", self.peer, exc,
+                        "told to update Workbench" if exc.answered else "closed")
+            return False
+        except ssl.SSLError as exc:
+            reason = exc.reason or str(exc)
+            if "CERTIFICATE_VERIFY_FAILED" in str(exc):
+                reason = "its certificate is no paired host's: it must pair again"
+            log.warning("TLS handshake with %s failed: %s", self.peer, reason)
+            return False
+        except (OSError, socket.timeout) as exc:
+            log.info("TLS handshake with %s did not finish (%s)", self.peer, exc)
+            return False
+        self.sock = tls_sock
+        self.fs = FrameSocket(tls_sock, max_payload=self.agent.max_payload)
+        if self._closing:
+            return False
+        self.host_id = host_of(self.agent.paired_hosts, tls_sock)
+        if self.host_id is not None:
+            log.info("host %s connected from %s (its pinned certificate)", self.host_id,
+                     self.peer)
+        return True
 
     def _serve_one(self) -> bool:
         """Read and answer one frame; False when the connection is over."""
@@ -168,6 +199,12 @@ class AgentConnection:
             return False
         except (ConnectionClosed, socket.timeout) as exc:
             log.info("connection from %s ended inside a frame (%s)", self.peer, exc)
+            return False
+        except ssl.SSLError as exc:
+            # A record that does not decrypt (clear text or garbage after the handshake), one
+            # over TLS's size limit, a record cut short: TLS cannot resync, so this one ends.
+            log.warning("%s broke the TLS stream (%s); closing that connection", self.peer,
+                        exc.reason or exc)
             return False
         except OSError:
             return False
@@ -189,8 +226,8 @@ class AgentConnection:
                 raise ProtocolError(Err.BAD_REQUEST, "the header needs 'type', a message name")
             if not self.authenticated and kind not in Msg.BEFORE_AUTH:
                 raise ProtocolError(Err.NOT_AUTHENTICATED,
-                                    f"{kind} needs an authenticated connection: pair with the "
-                                    "device, or send auth first")
+                                    f"{kind} needs an authenticated connection: connect with a "
+                                    "paired certificate, or pair first")
             handler = self._handlers.get(kind)
             if handler is None:
                 raise ProtocolError(Err.UNKNOWN_TYPE, f"unknown message type {kind!r}")
@@ -208,7 +245,7 @@ class AgentConnection:
         except ProtocolError as exc:
             log.debug("%s: %s failed: %s", self.peer, kind, exc)
             return self._after_error(exc, request_id, payload)
-        except (ConnectionClosed, ConnectionError, socket.timeout) as exc:
+        except (ConnectionClosed, ConnectionError, socket.timeout, ssl.SSLError) as exc:
             log.info("connection from %s ended during %s (%s)", self.peer, kind, exc)
             return False
         except Exception as exc:
@@ -296,31 +333,23 @@ class AgentConnection:
     # --- handshake ---
 
     def on_hello(self, header: Dict[str, Any], payload: Payload) -> Reply:
-        handshake = self.handshake.hello(header)
+        handshake = hello_fields(header, self.host_id)
         client = header.get("client")
         if isinstance(client, str):
             log.debug("%s says hello (%s)", self.peer, client[:100])
         return Reply({"agent": AGENT_NAME, "name": self.agent.name,
-                      "device_id": self.agent.device_id, "max_chunk": MAX_CHUNK, **handshake})
+                      "device_id": self.agent.device_id, "max_chunk": MAX_CHUNK,
+                      "cert_fingerprint": self.agent.identity.fingerprint, **handshake})
 
-    def on_pair(self, header: Dict[str, Any], payload: Payload) -> Reply:
-        host_id = field_of(header, "host_id", str)
-        if not 0 < len(host_id) <= 200:
-            raise ProtocolError(Err.BAD_REQUEST, "'host_id' must be 1 to 200 characters")
-        host_name = str(header.get("host_name") or host_id)[:200]
-        code = field_of(header, "code", (str, int))
-        if isinstance(code, int):
-            code = f"{code:06d}"
-        secret = self.agent.pairing.pair(host_id, host_name, code, source=self.peer)
-        # Knowing the code is as good as a proof: this connection goes on authenticated.
-        self.host_id = host_id
-        return Reply({"secret": secret})
+    def on_pair_begin(self, header: Dict[str, Any], payload: Payload) -> Reply:
+        return Reply(self.pairing.begin(header))
 
-    def on_auth(self, header: Dict[str, Any], payload: Payload) -> Reply:
-        host_id, proof_agent = self.handshake.auth(header)
+    def on_pair_finish(self, header: Dict[str, Any], payload: Payload) -> Reply:
+        host_id, confirmation = self.pairing.finish(header)
+        self.agent.paired_hosts_changed()
+        # The host proved it knows the code: this connection goes on authenticated.
         self.host_id = host_id
-        log.info("host %s authenticated from %s", host_id, self.peer)
-        return Reply({"proof_agent": proof_agent})
+        return Reply({"confirm": confirmation})
 
     def on_close(self, header: Dict[str, Any], payload: Payload) -> Reply:
         self._closing = True

@@ -1,8 +1,10 @@
 """Pairing: the 6-digit code the agent prints, the lock after wrong guesses, and the hosts that
-paired (``paired_hosts.json``: host id -> secret, readable by the agent's user only).
+paired (``paired_hosts.json``: host id -> the host's pinned certificate, readable by the agent's
+user only).
 
 The code works like Android's wireless-debugging code: whoever can read the agent's output may
-pair. Five wrong codes in a row from one address lock pairing for that address for a minute, so
+pair. It never crosses the network: it is the password of a PAKE (``pake.py``), and a wrong code
+shows as a host confirmation that does not match. Five wrong codes in a row from one address lock pairing for that address for a minute, so
 one guesser cannot lock the owner out; twenty wrong codes within a minute from all addresses
 together lock it for everyone for ten minutes, so many addresses guessing at once cannot go
 faster than a few codes a minute either, and guessing a code takes months. A successful pairing
@@ -11,7 +13,6 @@ replaces the code.
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
 import json
 import logging
@@ -21,11 +22,14 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Deque, Dict, Optional
+from typing import Callable, Deque, Dict, List, Optional
 
 from workbench_device.atomic import replace_file
-from workbench_device.protocol import Err, ProtocolError, new_secret
+from workbench_device.pake import PairingExchange
+from workbench_device.protocol import Err, ProtocolError
+from workbench_device.tls import fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -54,15 +58,29 @@ def write_private_json(path: Path, data: object) -> None:
     replace_file(path, lambda out: out.write(text), mode=0o600, durable=True)
 
 
+@dataclass
+class PairedHost:
+    """A host this agent pinned: its certificate (DER) and what it called itself."""
+
+    host_id: str
+    cert: bytes
+    name: str = ""
+    paired_at: str = ""
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.cert)
+
+
 class PairedHosts:
-    """The hosts that paired with this agent and their secrets, kept in ``path``."""
+    """The hosts that paired with this agent and their pinned certificates, kept in ``path``."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
         self._lock = threading.Lock()
-        self._secrets: Dict[str, str] = self._read()
+        self._hosts: Dict[str, PairedHost] = self._read()
 
-    def _read(self) -> Dict[str, str]:
+    def _read(self) -> Dict[str, PairedHost]:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -73,29 +91,55 @@ class PairedHosts:
             return {}
         if not isinstance(data, dict):
             return {}
-        return {str(k): v for k, v in data.items() if isinstance(v, str)}
+        hosts = {}
+        for host_id, entry in data.items():
+            # A version-1 entry (a shared secret, a string) pins nothing: that host pairs again.
+            if isinstance(entry, dict) and isinstance(entry.get("cert"), str):
+                try:
+                    cert = bytes.fromhex(entry["cert"])
+                except ValueError:
+                    continue
+                hosts[str(host_id)] = PairedHost(str(host_id), cert, str(entry.get("name", "")),
+                                                 str(entry.get("paired_at", "")))
+        return hosts
 
-    def secret_for(self, host_id: str) -> Optional[str]:
+    def host_of(self, cert: Optional[bytes]) -> Optional[str]:
+        """The id of the paired host whose certificate is ``cert``; None for any other."""
+        if not cert:
+            return None
         with self._lock:
-            return self._secrets.get(host_id)
+            for host in self._hosts.values():
+                if host.cert == cert:
+                    return host.host_id
+        return None
+
+    def certificates(self) -> List[bytes]:
+        with self._lock:
+            return [host.cert for host in self._hosts.values()]
+
+    def get(self, host_id: str) -> Optional[PairedHost]:
+        with self._lock:
+            return self._hosts.get(host_id)
 
     def __contains__(self, host_id: object) -> bool:
         with self._lock:
-            return host_id in self._secrets
+            return host_id in self._hosts
 
     def __len__(self) -> int:
         with self._lock:
-            return len(self._secrets)
+            return len(self._hosts)
 
-    def add(self, host_id: str) -> str:
-        """A new secret for ``host_id`` (replacing any it had), saved before it is returned."""
-        secret = new_secret()
+    def add(self, host_id: str, name: str, cert: bytes) -> None:
+        """Pin ``cert`` for ``host_id`` (replacing what it had), saved before this returns."""
+        host = PairedHost(host_id, bytes(cert), name,
+                          datetime.now(timezone.utc).isoformat(timespec="seconds"))
         with self._lock:
-            updated = dict(self._secrets)
-            updated[host_id] = secret
-            write_private_json(self.path, updated)
-            self._secrets = updated
-        return secret
+            updated = dict(self._hosts)
+            updated[host_id] = host
+            write_private_json(self.path, {
+                h.host_id: {"cert": h.cert.hex(), "name": h.name, "paired_at": h.paired_at}
+                for h in updated.values()})
+            self._hosts = updated
 
 
 def source_of(peer: str) -> str:
@@ -174,30 +218,51 @@ class Pairing:
         for key in stale:
             del self._sources[key]
 
-    def pair(self, host_id: str, host_name: str, code: str, source: str = "") -> str:
-        """The new secret of ``host_id`` when ``code`` is the current code; ProtocolError
-        bad_code (with ``attempts_left``) or pairing_locked (with ``seconds``). ``source`` is
-        the peer's ``"host:port"``: wrong codes count per address."""
+    def _refuse_if_locked(self, key: str, now: float) -> None:
+        everyone = _whole_seconds(self._locked_until - now)
+        if everyone:
+            raise ProtocolError(Err.PAIRING_LOCKED, f"pairing is locked for every host for "
+                                f"{everyone} s after too many wrong codes from several "
+                                "addresses; wait, then type the code the device shows",
+                                seconds=everyone)
+        guesses = self._sources.get(key)
+        mine = _whole_seconds(guesses.locked_until - now) if guesses else 0
+        if mine:
+            raise ProtocolError(Err.PAIRING_LOCKED, f"pairing is locked for {mine} s for "
+                                f"this address after {self.wrong_codes_before_lock} wrong "
+                                "codes; wait, then type the code the device shows",
+                                seconds=mine)
+
+    def begin(self, source: str = "") -> "AgentExchange":
+        """The agent's side of a pairing attempt with the current code; ProtocolError
+        pairing_locked (with ``seconds``) while pairing is locked for ``source`` (the peer's
+        ``"host:port"``) or for everyone. An attempt that never finishes costs nothing: the
+        other side learned nothing it can check a guess against."""
+        with self._lock:
+            now = self._clock()
+            self._forget(now)
+            self._refuse_if_locked(source_of(source), now)
+            code = self._code
+        return AgentExchange(code)
+
+    def finish(self, exchange: "AgentExchange", confirmation: object, host_id: str,
+               host_name: str, cert: bytes, source: str = "") -> None:
+        """Pin ``cert`` for ``host_id`` when the host's ``confirmation`` matches ``exchange``
+        (which ``finish`` of the exchange has seen the host's message for). ProtocolError
+        bad_code (with ``attempts_left``) or pairing_locked (with ``seconds``) otherwise: each
+        confirmation is one guess of the code."""
         with self._lock:
             now = self._clock()
             self._forget(now)
             key = source_of(source)
-            everyone = _whole_seconds(self._locked_until - now)
-            if everyone:
-                raise ProtocolError(Err.PAIRING_LOCKED, f"pairing is locked for every host for "
-                                    f"{everyone} s after too many wrong codes from several "
-                                    "addresses; wait, then type the code the device shows",
-                                    seconds=everyone)
-            guesses = self._sources.get(key)
-            mine = _whole_seconds(guesses.locked_until - now) if guesses else 0
-            if mine:
-                raise ProtocolError(Err.PAIRING_LOCKED, f"pairing is locked for {mine} s for "
-                                    f"this address after {self.wrong_codes_before_lock} wrong "
-                                    "codes; wait, then type the code the device shows",
-                                    seconds=mine)
-            if not hmac.compare_digest(self._code.encode(), str(code).strip().encode()):
+            self._refuse_if_locked(key, now)
+            if exchange.code != self._code:
+                raise ProtocolError(Err.BAD_CODE, "the pairing code changed while pairing "
+                                    "(another computer paired); type the new code the device "
+                                    "shows", attempts_left=self._attempts_left(key))
+            if not exchange.confirms(confirmation):
                 self._wrong_code(key, host_name, now)
-            secret = self.hosts.add(host_id)
+            self.hosts.add(host_id, host_name, cert)
             # The code changes: wrong guesses of the old one say nothing about the new one.
             # Locks in force stay.
             for guesses in self._sources.values():
@@ -205,10 +270,16 @@ class Pairing:
             self._recent.clear()
             self._code = new_code()
             code_now = self._code
-        log.info("paired with host %s (%s); the pairing code changed", host_name, host_id)
+        log.info("paired with host %s (%s, certificate %s); the pairing code changed",
+                 host_name, host_id, fingerprint(cert)[:16])
         if self.on_new_code is not None:
             self.on_new_code(code_now)
-        return secret
+
+    def _attempts_left(self, key: str) -> int:
+        guesses = self._sources.get(key)
+        wrong = guesses.wrong if guesses else 0
+        return min(self.wrong_codes_before_lock - wrong,
+                   self.global_wrong_codes_before_lock - len(self._recent))
 
     def _wrong_code(self, key: str, host_name: str, now: float) -> None:
         """Count a wrong code from ``key`` and raise what it answers (with the lock held)."""
@@ -235,14 +306,23 @@ class Pairing:
                         key, self.lock_seconds, self.wrong_codes_before_lock, host_name)
             raise ProtocolError(Err.PAIRING_LOCKED, f"wrong pairing code; pairing is now locked "
                                 f"for {seconds} s for this address", seconds=seconds)
-        left = min(self.wrong_codes_before_lock - guesses.wrong,
-                   self.global_wrong_codes_before_lock - len(self._recent))
+        left = self._attempts_left(key)
         # The owner reading the log sees guessing before it locks; the code stays out of it.
         log.warning("wrong pairing code from %s (host %s); %d attempt%s left before pairing "
                     "locks", key, host_name, left, "" if left == 1 else "s")
-        raise ProtocolError(Err.BAD_CODE, "wrong pairing code; type the 6 digits the device "
-                            f"shows ({left} tries before pairing locks)", attempts_left=left)
+        raise ProtocolError(Err.BAD_CODE, "wrong pairing code, or something between the host "
+                            "and the device intercepts the connection; type the 6 digits the "
+                            f"device shows ({left} tries before pairing locks)",
+                            attempts_left=left)
 
 
 def _whole_seconds(left: float) -> int:
     return int(math.ceil(left)) if left > 0 else 0
+
+
+class AgentExchange(PairingExchange):
+    """The agent's side of one pairing attempt, with the code it was begun with."""
+
+    def __init__(self, code: str):
+        super().__init__("agent", code)
+        self.code = code

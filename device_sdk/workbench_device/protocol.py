@@ -1,4 +1,4 @@
-"""The debug link's wire protocol, version 1: frames, message names, error codes, tensors.
+"""The debug link's wire protocol, version 2: frames, message names, error codes, tensors.
 
 This module is the one definition of the protocol; the agent, ``client.py`` and the host side of
 Workbench import it. It does no I/O (``wire.py`` moves frames over sockets), so a parser bug can
@@ -15,19 +15,18 @@ request; the payload carries tensors and files without any encoding.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import math
-import secrets
 import struct
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 MAGIC = b"WBDL"
-VERSION = 1
-# Every protocol version this end speaks; hello picks the highest one both ends speak.
-SUPPORTED_VERSIONS = (1,)
+VERSION = 2
+# Every protocol version this end speaks; hello picks the highest one both ends speak. Version 1
+# was clear text: an agent of this version answers its frames with "update Workbench" only.
+SUPPORTED_VERSIONS = (2,)
+CLEAR_TEXT_VERSION = 1
 PREFIX = struct.Struct(">4sBBHIQ")
 PREFIX_SIZE = PREFIX.size  # 20
 
@@ -50,8 +49,8 @@ class Msg:
     """Every message name, in one place. A reply is ``ok(<request name>)`` or ``ERROR``."""
 
     HELLO = "hello"
-    PAIR = "pair"
-    AUTH = "auth"
+    PAIR_BEGIN = "pair.begin"
+    PAIR_FINISH = "pair.finish"
     INFO = "info"
     SESSION_OPEN = "session.open"
     MODEL_HAS = "model.has"
@@ -70,11 +69,11 @@ class Msg:
     ERROR = "error"
     LOG = "log"
 
-    REQUESTS = (HELLO, PAIR, AUTH, INFO, SESSION_OPEN, MODEL_HAS, PUSH_BEGIN, PUSH_CHUNK, PUSH_END,
+    REQUESTS = (HELLO, PAIR_BEGIN, PAIR_FINISH, INFO, SESSION_OPEN, MODEL_HAS, PUSH_BEGIN, PUSH_CHUNK, PUSH_END,
                 MODEL_LOAD, MODEL_RUN, MODEL_BENCH, FILE_PUT, FILE_GET, SCRIPT_RUN, LOGS_SUBSCRIBE,
                 CLOSE)
-    # What a connection may send before it has authenticated.
-    BEFORE_AUTH = (HELLO, PAIR, AUTH, CLOSE)
+    # What a connection without a pinned certificate may send: it can only pair.
+    BEFORE_AUTH = (HELLO, PAIR_BEGIN, PAIR_FINISH, CLOSE)
 
 
 def ok(request_type: str) -> str:
@@ -91,7 +90,6 @@ class Err:
     NOT_AUTHENTICATED = "not_authenticated"
     PAIRING_LOCKED = "pairing_locked"
     BAD_CODE = "bad_code"
-    AUTH_FAILED = "auth_failed"
     NOT_FOUND = "not_found"
     BAD_REQUEST = "bad_request"
     SANDBOX = "sandbox"
@@ -100,8 +98,12 @@ class Err:
     INTERNAL = "internal"
     UNSUPPORTED_VERSION = "unsupported_version"
 
+    # Raised by hosts about a link, never sent by an agent.
+    CERTIFICATE_CHANGED = "certificate_changed"
+    NOT_PAIRED = "not_paired"
+
     ALL = (BAD_FRAME, TOO_LARGE, UNKNOWN_TYPE, NOT_AUTHENTICATED, PAIRING_LOCKED, BAD_CODE,
-           AUTH_FAILED, NOT_FOUND, BAD_REQUEST, SANDBOX, RUNTIME, BUSY, INTERNAL,
+           NOT_FOUND, BAD_REQUEST, SANDBOX, RUNTIME, BUSY, INTERNAL,
            UNSUPPORTED_VERSION)
 
 
@@ -158,14 +160,14 @@ def encode_header(header: Mapping[str, Any]) -> bytes:
     return data
 
 
-def encode_prefix(header_len: int, payload_len: int) -> bytes:
-    return PREFIX.pack(MAGIC, VERSION, 0, 0, header_len, payload_len)
+def encode_prefix(header_len: int, payload_len: int, version: int = VERSION) -> bytes:
+    return PREFIX.pack(MAGIC, version, 0, 0, header_len, payload_len)
 
 
-def frame_bytes(header: Mapping[str, Any], payload: bytes = b"") -> bytes:
+def frame_bytes(header: Mapping[str, Any], payload: bytes = b"", version: int = VERSION) -> bytes:
     """A whole frame as one bytes object (for small frames and tests)."""
     data = encode_header(header)
-    return encode_prefix(len(data), len(payload)) + data + bytes(payload)
+    return encode_prefix(len(data), len(payload), version) + data + bytes(payload)
 
 
 def parse_prefix(data: bytes, max_header: int = MAX_HEADER,
@@ -384,44 +386,19 @@ def unpack_tensors(descriptors: Any, payload: Any) -> Dict[str, Any]:
     return arrays
 
 
-# --- Authentication ----------------------------------------------------------------------
+# --- Pairing ---------------------------------------------------------------------------
 
-SECRET_BYTES = 32
-NONCE_BYTES = 32
-
-
-def new_nonce() -> str:
-    return secrets.token_hex(NONCE_BYTES)
-
-
-def new_secret() -> str:
-    return secrets.token_hex(SECRET_BYTES)
-
-
-def _hex_bytes(value: Any, what: str) -> bytes:
+def hex_field(header: Mapping[str, Any], name: str, max_bytes: int) -> bytes:
+    """The bytes a hex string field spells; ProtocolError bad_request when it is missing, not
+    hex, empty or longer than ``max_bytes``."""
+    value = header.get(name)
+    if not isinstance(value, str) or not value or len(value) > 2 * max_bytes:
+        raise ProtocolError(Err.BAD_REQUEST, f"'{name}' must be a hex string of at most "
+                                             f"{max_bytes} bytes")
     try:
         return bytes.fromhex(value)
-    except (TypeError, ValueError):
-        raise ProtocolError(Err.BAD_REQUEST, f"{what} must be a hex string") from None
-
-
-def hmac_proof(secret_hex: str, first_nonce_hex: str, second_nonce_hex: str) -> str:
-    """hex(HMAC-SHA256(secret, first_nonce + second_nonce)), with the secret and both nonces
-    taken as the bytes their hex strings spell.
-
-    The host proves itself with ``hmac_proof(secret, agent_nonce, host_nonce)``; the agent
-    answers with ``hmac_proof(secret, host_nonce, agent_nonce)``.
-    """
-    key = _hex_bytes(secret_hex, "the secret")
-    message = _hex_bytes(first_nonce_hex, "a nonce") + _hex_bytes(second_nonce_hex, "a nonce")
-    return hmac.new(key, message, hashlib.sha256).hexdigest()
-
-
-def proofs_match(expected_hex: str, given: Any) -> bool:
-    """Constant-time comparison of two proofs (False for anything that is not a string)."""
-    if not isinstance(given, str):
-        return False
-    return hmac.compare_digest(expected_hex.encode(), given.lower().encode("utf-8", "replace"))
+    except ValueError:
+        raise ProtocolError(Err.BAD_REQUEST, f"'{name}' must be a hex string") from None
 
 
 # --- Request fields ----------------------------------------------------------------------

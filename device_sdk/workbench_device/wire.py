@@ -14,9 +14,11 @@ import errno
 import os
 import select
 import socket
+import ssl
 import sys
 import threading
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+import time
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 from workbench_device.protocol import (
     MAX_HEADER,
@@ -60,19 +62,105 @@ def tune(sock: socket.socket) -> None:
             pass  # not a TCP socket (a socketpair in a test): nothing to tune
 
 
+class TLSStream:
+    """A TLS socket that one thread reads while others write (a reply and a log line).
+
+    OpenSSL's SSL object must not be used by two threads at once, and Python's ``ssl`` module
+    releases the lock around each call into it, so the socket is made non-blocking, every call
+    into it takes one lock, and waiting is done outside the lock on the socket itself.
+    ``settimeout`` / ``gettimeout`` keep their blocking-socket meaning (socket.timeout)."""
+
+    def __init__(self, sock: ssl.SSLSocket):
+        self.tls = sock
+        self._timeout: Optional[float] = sock.gettimeout()
+        sock.setblocking(False)
+        self._lock = threading.Lock()
+
+    def settimeout(self, timeout: Optional[float]) -> None:
+        self._timeout = timeout
+
+    def gettimeout(self) -> Optional[float]:
+        return self._timeout
+
+    def fileno(self) -> int:
+        return self.tls.fileno()
+
+    def getpeercert(self, binary_form: bool = False) -> Any:
+        return self.tls.getpeercert(binary_form)
+
+    def _wait(self, writing: bool, deadline: Optional[float]) -> None:
+        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+        fd = self.tls.fileno()
+        if fd < 0:
+            raise ConnectionClosed("the connection was closed")
+        readable, writable, _ = select.select([] if writing else [fd], [fd] if writing else [],
+                                              [], timeout)
+        if not readable and not writable:
+            raise socket.timeout("timed out")
+
+    def _deadline(self) -> Optional[float]:
+        return None if self._timeout is None else time.monotonic() + self._timeout
+
+    def recv_into(self, view: Union[memoryview, bytearray], nbytes: int = 0) -> int:
+        deadline = self._deadline()
+        while True:
+            with self._lock:
+                try:
+                    return self.tls.recv_into(view, nbytes)
+                except ssl.SSLWantReadError:
+                    writing = False
+                except ssl.SSLWantWriteError:
+                    writing = True
+            self._wait(writing, deadline)
+
+    def recv(self, n: int) -> bytes:
+        buffer = bytearray(n)
+        got = self.recv_into(buffer)
+        return bytes(buffer[:got])
+
+    def sendall(self, data: Any) -> None:
+        view = memoryview(data).cast("B")
+        deadline = self._deadline()
+        while view:
+            with self._lock:
+                try:
+                    # 1 MiB at a time: a writer holds the lock for one slice, not a whole model.
+                    sent = self.tls.send(view[:STREAM_BUFFER])
+                except ssl.SSLWantWriteError:
+                    sent, writing = 0, True
+                except ssl.SSLWantReadError:
+                    sent, writing = 0, False
+            if sent:
+                view = view[sent:]
+                deadline = self._deadline()
+            else:
+                self._wait(writing, deadline)
+
+    def shutdown(self, how: int) -> None:
+        # The bare socket's shutdown: it wakes a reader waiting on it and leaves the SSL object
+        # to the thread that uses it.
+        socket.socket.shutdown(self.tls, how)
+
+    def close(self) -> None:
+        self.tls.close()
+
+
 class FrameSocket:
     """One connection's frames. Sending is thread-safe (log lines go out from another thread);
-    receiving belongs to one thread."""
+    receiving belongs to one thread. A TLS socket is read and written through ``TLSStream``."""
 
-    def __init__(self, sock: socket.socket, max_header: int = MAX_HEADER,
+    def __init__(self, sock: Union[socket.socket, TLSStream], max_header: int = MAX_HEADER,
                  max_payload: int = MAX_PAYLOAD):
+        if isinstance(sock, ssl.SSLSocket):
+            sock = TLSStream(sock)
         self.sock = sock
         self.max_header = max_header
         self.max_payload = max_payload
         self._send_lock = threading.Lock()
         self._prefix = bytearray(PREFIX_SIZE)
         self._pipe: Optional[Tuple[int, int]] = None
-        self._splice = _SPLICE
+        # Splicing moves bytes as the kernel has them: a TLS socket's are ciphertext.
+        self._splice = _SPLICE and not isinstance(sock, TLSStream)
         self._file_buffer: Optional[bytearray] = None
 
     # --- receiving ---
@@ -279,14 +367,18 @@ class FrameSocket:
         head = encode_prefix(len(header_bytes), count) + header_bytes
         with self._send_lock:
             self.sock.sendall(head)
-            sent = self.sock.sendfile(file, offset, count) if count else 0
+            if isinstance(self.sock, TLSStream):
+                sent = _send_file_through(self.sock, file, offset, count)
+            else:
+                sent = self.sock.sendfile(file, offset, count) if count else 0
             if sent != count:
                 raise ConnectionClosed(f"only {sent} of {count} bytes of the file went out")
 
     def shutdown(self) -> None:
         """Wake a thread blocked reading this socket, and stop the connection."""
         try:
-            self.sock.shutdown(socket.SHUT_RDWR)
+            socket.socket.shutdown(self.sock.tls if isinstance(self.sock, TLSStream) else self.sock,
+                                   socket.SHUT_RDWR)
         except OSError:
             pass
 
@@ -313,6 +405,22 @@ class _NoSplice(Exception):
     def __init__(self, done: int):
         super().__init__(done)
         self.done = done
+
+
+def _send_file_through(stream: TLSStream, file: Any, offset: int, count: int) -> int:
+    """Send ``count`` bytes of ``file`` from ``offset`` through TLS (sendfile would send the
+    plain bytes past it); the number sent."""
+    buffer = bytearray(min(count, STREAM_BUFFER) or 1)
+    view = memoryview(buffer)
+    sent = 0
+    file.seek(offset)
+    while sent < count:
+        n = file.readinto(view[:min(count - sent, len(view))])
+        if not n:
+            break
+        stream.sendall(view[:n])
+        sent += n
+    return sent
 
 
 def _pwrite_all(fd: int, view: memoryview, offset: int) -> None:
