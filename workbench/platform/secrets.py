@@ -1,6 +1,7 @@
 """Secrets in the OS keyring (GNOME Keyring, KWallet, the macOS Keychain, the Windows Credential
 Locker), through the ``keyring`` package: a device's pairing secret, a key file's passphrase.
-Never in a file of Workbench's.
+Never in a file of Workbench's. (``secret_store.SecretStore`` is for secrets that may instead
+sit in a file of the user's only where no keyring is usable, as OpenSSH keys do.)
 
 Every failure of the keyring (no backend, a locked one, D-Bus down) becomes ``KeyringUnavailable``
 with a one-line reason, so each capability says in its own words what could not be kept.
