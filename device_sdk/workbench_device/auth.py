@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import socket
 import ssl
+import time
 from typing import Any, Dict, Mapping, Optional, Tuple
 
 from workbench_device.pake import PakeError
@@ -68,8 +69,28 @@ def upgrade(sock: socket.socket, context: ssl.SSLContext, timeout: float) -> ssl
     if not start:
         raise NotTLS("closed before sending anything", False)
     tls_sock = context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
-    tls_sock.do_handshake()
+    try:
+        tls_sock.do_handshake()
+    except BaseException:
+        close_gently(tls_sock)
+        raise
     return tls_sock
+
+
+def close_gently(sock: socket.socket, linger_s: float = 1.0) -> None:
+    """Close once the peer had the chance to read what was sent (the TLS alert that says why):
+    closing with the peer's bytes unread resets the connection, and the reset can drop the
+    alert before the peer reads it."""
+    try:
+        socket.socket.shutdown(sock, socket.SHUT_WR)
+        sock.settimeout(linger_s)
+        deadline = time.monotonic() + linger_s
+        while time.monotonic() < deadline and socket.socket.recv(sock, 65536):
+            pass
+    except OSError:
+        pass
+    finally:
+        sock.close()
 
 
 def host_of(hosts: PairedHosts, sock: ssl.SSLSocket) -> Optional[str]:

@@ -149,6 +149,8 @@ class DeviceClient:
             raise CertificateChanged(f"{host}:{port}", pin.lower(), self.peer_fingerprint)
         tls_sock.settimeout(timeout)
         self.fs = FrameSocket(tls_sock)
+        self._presented = identity is not None and present_certificate
+        self._frames_read = 0
         self.on_log = on_log
         self.logs: Deque[Dict[str, Any]] = collections.deque(maxlen=LOG_BACKLOG)
         self.hello_reply: Dict[str, Any] = {}
@@ -190,7 +192,9 @@ class DeviceClient:
         except ssl.SSLError as exc:
             # In TLS 1.3 the agent checks this host's certificate after the client's side of
             # the handshake is done: a refusal arrives as an alert on the first read.
-            raise _handshake_error(exc, f"{self.host}:{self.port}") from None
+            raise _handshake_error(exc, f"{self.host}:{self.port}",
+                                   self._presented and not self._frames_read) from None
+        self._frames_read += 1
         if head is None:
             raise ConnectionClosed(f"the device at {self.host}:{self.port} closed the connection")
         header, payload_len = head
@@ -521,9 +525,15 @@ class RelayDetected(ProtocolError):
                          "network you trust, or over USB (adb forward)")
 
 
-def _handshake_error(exc: ssl.SSLError, address: str) -> ProtocolError:
+def _handshake_error(exc: ssl.SSLError, address: str,
+                     first_read_with_certificate: bool = False) -> ProtocolError:
     """What a failed TLS handshake means for the user."""
     text = str(exc)
+    if first_read_with_certificate and isinstance(exc, ssl.SSLEOFError):
+        return ProtocolError(Err.NOT_PAIRED, f"the device at {address} closed the connection "
+                             "right after the TLS handshake: it does not know this computer's "
+                             "certificate (it was unpaired, or its data was reset); pair again "
+                             "with the code it shows")
     if any(alert in text for alert in ("UNKNOWN_CA", "CERTIFICATE_UNKNOWN", "BAD_CERTIFICATE",
                                        "CERTIFICATE_REQUIRED")):
         return ProtocolError(Err.NOT_PAIRED, f"the device at {address} does not know this "

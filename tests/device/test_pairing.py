@@ -1,6 +1,7 @@
 """Pairing with a device as a user does: the code the agent prints, a wrong code refused with
-the attempts left, the secret kept in the keyring and nowhere else, and a later process that
-needs no code."""
+the attempts left, this computer's key and the device's pin kept in the keyring (or, with no
+keyring, in a file only the user reads, said once), a changed device certificate refused, and a
+later process that needs no code."""
 
 from __future__ import annotations
 
@@ -8,11 +9,21 @@ import json
 import os
 from pathlib import Path
 
+import keyring
 import pytest
+from keyring.backends import fail
 
-from workbench.device.errors import DeviceUnreachable, NotPaired, PairingRefused
+from workbench.device.errors import (
+    CertificateChanged,
+    DeviceError,
+    DeviceUnreachable,
+    NotPaired,
+    PairingRefused,
+)
+from workbench.device.host_keys import PASSPHRASE_NAME, PIN_PREFIX, SECRETS_FILE, SERVICE
 from workbench.device.link import DeviceLink, pair_device
-from workbench.device.paired import KEYRING_SERVICE, PairedDevices
+from workbench.device.paired import PairedDevices
+from workbench_device.tls import make_identity
 
 from .conftest import AgentProcess, free_port, run_cli, run_cli_json
 
@@ -24,24 +35,106 @@ def _files_under(*folders: Path):
                 yield Path(root) / name
 
 
-def test_pairing_with_the_printed_code_keeps_the_secret_in_the_keyring_only(
+def _config_dir() -> Path:
+    return Path(os.environ["WORKBENCH_CONFIG_DIR"])
+
+
+def _agent_fingerprint(agent) -> str:
+    import ssl
+
+    from workbench_device.tls import fingerprint
+
+    pem = (agent.data_dir / "link-cert.pem").read_text()
+    return fingerprint(ssl.PEM_cert_to_DER_cert(pem))
+
+
+def test_pairing_with_the_printed_code_keeps_the_key_and_the_pin_in_the_keyring(
         start_agent, private_keyring_and_agent, tmp_path):
     agent = start_agent(name="Bench Phone")
     device = pair_device(agent.address, agent.code)
 
     assert (device.name, device.device_id, device.port) == ("Bench Phone", agent.device_id, agent.port)
-    secret = private_keyring_and_agent.passwords[(KEYRING_SERVICE, agent.device_id)]
-    assert len(secret) == 64
-    saved = json.loads((Path(os.environ["WORKBENCH_CONFIG_DIR"]) / "devices.json").read_text())
+    kept = private_keyring_and_agent.passwords
+    assert kept[(SERVICE, PIN_PREFIX + agent.device_id)] == _agent_fingerprint(agent)
+    passphrase = kept[(SERVICE, PASSPHRASE_NAME)]
+    assert len(passphrase) >= 32
+    saved = json.loads((_config_dir() / "devices.json").read_text())
     assert [d["device_id"] for d in saved["devices"]] == [agent.device_id]
     assert saved["devices"][0]["host"] == "127.0.0.1" and saved["devices"][0]["last_seen"]
-    workbench_files = list(_files_under(Path(os.environ["WORKBENCH_CONFIG_DIR"]),
-                                        Path(os.environ["WORKBENCH_DATA_DIR"])))
-    assert workbench_files
-    assert not [f for f in workbench_files if secret.encode() in f.read_bytes()]
+    assert not (_config_dir() / SECRETS_FILE).exists()  # a keyring works: no fallback file
+    key_file = _config_dir() / "device-link" / "link-key.pem"
+    assert key_file.stat().st_mode & 0o777 == 0o600
+    assert b"ENCRYPTED PRIVATE KEY" in key_file.read_bytes()  # useless without the keyring
+    workbench_files = list(_files_under(_config_dir(), Path(os.environ["WORKBENCH_DATA_DIR"])))
+    assert not [f for f in workbench_files if passphrase.encode() in f.read_bytes()]
 
     with DeviceLink.open(agent.address) as link:
         assert link.info()["device_id"] == agent.device_id
+
+
+def test_with_no_keyring_pairing_push_and_run_work_and_say_once_where_the_keys_went(
+        start_agent, digits_onnx):
+    keyring.set_keyring(fail.Keyring())  # the fixture puts its own keyring back afterwards
+    agent = start_agent(name="Keyless Phone")
+    notices: list[str] = []
+    devices = PairedDevices(on_notice=notices.append)
+    pair_device(agent.address, agent.code, devices)
+
+    fallback = _config_dir() / SECRETS_FILE
+    assert len(notices) == 1 and str(fallback) in notices[0]
+    assert fallback.stat().st_mode & 0o777 == 0o600
+    assert json.loads(fallback.read_text())[PIN_PREFIX + agent.device_id] == _agent_fingerprint(agent)
+
+    again = PairedDevices(on_notice=notices.append)  # a later process: nothing more is said
+    with DeviceLink.open(agent.address, again) as link:
+        assert link.push(digits_onnx).size == digits_onnx.stat().st_size
+    assert len(notices) == 1
+
+
+def test_require_keyring_refuses_the_file_before_a_code_is_spent(start_agent):
+    keyring.set_keyring(fail.Keyring())
+    (_config_dir()).mkdir(parents=True, exist_ok=True)
+    (_config_dir() / "settings.toml").write_text("[devices]\nrequire_keyring = true\n")
+    agent = start_agent()
+    with pytest.raises(DeviceError) as refused:
+        pair_device(agent.address, agent.code)
+    assert "require_keyring" in str(refused.value)
+    assert not (_config_dir() / SECRETS_FILE).exists()
+    (_config_dir() / "settings.toml").write_text("[devices]\nrequire_keyring = false\n")
+    assert pair_device(agent.address, agent.code)  # the code was not spent
+
+
+def test_a_host_key_file_others_can_read_is_refused_with_the_fix(start_agent):
+    agent = start_agent()
+    pair_device(agent.address, agent.code)
+    key_file = _config_dir() / "device-link" / "link-key.pem"
+    key_file.chmod(0o644)
+    with pytest.raises(DeviceError) as refused:
+        DeviceLink.open(agent.address)
+    assert f"chmod 600 {key_file}" in str(refused.value)
+    key_file.chmod(0o600)
+    with DeviceLink.open(agent.address) as link:
+        assert link.info()["device_id"] == agent.device_id
+
+
+def test_a_device_whose_certificate_changed_is_refused_with_how_to_pair_again(start_agent):
+    agent = start_agent(name="Swapped Phone")
+    pair_device(agent.address, agent.code)
+    pinned = _agent_fingerprint(agent)
+    agent.stop()
+    make_identity(agent.data_dir / "link-cert.pem", agent.data_dir / "link-key.pem", "impostor")
+    restarted = AgentProcess(agent.data_dir, "Swapped Phone", False, "--port", str(agent.port))
+    try:
+        with pytest.raises(CertificateChanged) as refused:
+            DeviceLink.open("Swapped Phone")
+        message = str(refused.value)
+        assert "The certificate of Swapped Phone" in message and "has changed" in message
+        assert pinned[:4] in message.replace(":", "")[:400]
+        assert 'workbench device forget "Swapped Phone"' in message
+        assert "workbench device pair" in message
+        assert PairedDevices().pin(agent.device_id) == pinned  # never a silent re-pair
+    finally:
+        restarted.stop()
 
 
 def test_a_wrong_code_is_refused_with_the_attempts_left_and_the_right_one_still_pairs(start_agent):
@@ -79,7 +172,7 @@ def test_a_device_that_forgot_this_computer_asks_for_pairing_again(start_agent):
     try:
         with pytest.raises(NotPaired) as error:
             DeviceLink.open(restarted.address)
-        assert "forgotten this computer" in str(error.value)
+        assert "does not know this computer" in str(error.value)
         assert "workbench device pair" in str(error.value)
     finally:
         restarted.stop()
@@ -107,7 +200,8 @@ def test_a_paired_device_is_found_by_its_name_and_can_be_forgotten(start_agent,
         assert link.address == agent.address
     devices = PairedDevices()
     assert devices.forget(agent.device_id)
-    assert devices.list() == [] and private_keyring_and_agent.passwords == {}
+    assert devices.list() == [] and devices.pin(agent.device_id) is None
+    assert list(private_keyring_and_agent.passwords) == [(SERVICE, PASSPHRASE_NAME)]
 
 
 def test_after_pairing_from_the_cli_a_new_process_needs_no_code(start_agent):

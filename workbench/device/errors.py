@@ -33,6 +33,11 @@ class NotPaired(DeviceError):
     """The device does not know this computer (never paired, or its pairings were reset)."""
 
 
+class CertificateChanged(DeviceError):
+    """The device presented another certificate than the one pinned when it was paired (or,
+    while pairing, something between the two terminates TLS): nothing was sent to it."""
+
+
 class PairingRefused(DeviceError):
     """The device refused the pairing code: ``attempts_left`` before pairing locks, or
     ``seconds`` the lock still lasts."""

@@ -2,9 +2,10 @@
 run, benchmark, scripts, logs) over the debug link, with errors a user can act on.
 
 ``DeviceLink.open("192.168.1.20:7300")`` (or a paired or announced name, ``local`` for the agent
-``workbench device serve-local`` runs, ``usb`` / ``usb:SERIAL`` for a phone on a cable) connects,
-says hello and proves this computer with the secret kept at pairing. A device that does not know
-this computer gives NotPaired, saying how to pair. Whatever the device answers becomes a
+``workbench device serve-local`` runs, ``usb`` / ``usb:SERIAL`` for a phone on a cable) connects
+over TLS with this computer's certificate and checks the device's against the one pinned at
+pairing, then says hello. A device that does not know this computer gives NotPaired, saying how
+to pair; one whose certificate changed gives CertificateChanged, saying how to pair again. Whatever the device answers becomes a
 DeviceError; a connection that drops becomes ConnectionLost ("Phone A (HOST:PORT) stopped
 answering (…); is the agent still running?", "the device at HOST:PORT …" while its name is not
 known yet), and the next call connects again.
@@ -27,16 +28,19 @@ from typing import Any, Callable
 
 from workbench.device.discovery import BROWSE_SECONDS, USB_PREFIX, adb_forward, browse, parse_address
 from workbench.device.errors import (
+    CertificateChanged,
     ConnectionLost,
     DeviceError,
     DeviceUnreachable,
     NotPaired,
     PairingRefused,
 )
-from workbench.device.paired import PairedDevice, PairedDevices, check_keyring, format_address, now_iso
+from workbench.device.paired import PairedDevice, PairedDevices, format_address, now_iso
 from workbench.tasks import CancelToken, Cancelled, Progress
+from workbench_device import client as link_client
 from workbench_device.client import DEFAULT_TIMEOUT_S, DeviceClient, PushResult, sha256_of
 from workbench_device.protocol import DEFAULT_PORT, Err, ProtocolError, RemoteError
+from workbench_device.tls import short_fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -128,10 +132,21 @@ def resolve(target: str, devices: PairedDevices | None = None,
         "HOST:PORT`), or see `workbench device list`")
 
 
-def _connect(target: DeviceTarget, timeout: float, on_log=None) -> DeviceClient:
+def _connect(target: DeviceTarget, timeout: float, identity, pin: str | None = None,
+             on_log=None, pairing: bool = False) -> DeviceClient:
+    """A TLS connection to ``target`` offering ``identity`` (none while ``pairing``), to an
+    agent whose certificate is ``pin`` when given."""
     try:
         return DeviceClient(target.host, target.port, timeout=timeout,
-                            connect_timeout=CONNECT_TIMEOUT_S, on_log=on_log)
+                            connect_timeout=CONNECT_TIMEOUT_S, on_log=on_log, identity=identity,
+                            pin=pin, present_certificate=not pairing)
+    except link_client.CertificateChanged as exc:
+        name = target.paired.name if target.paired else ""
+        raise certificate_changed(target.address, name, exc.pinned, exc.presented,
+                                  target.label) from None
+    except ProtocolError as exc:
+        raise _remote_error(exc, target.address, "connect",
+                            target.paired.name if target.paired else "") from None
     except OSError as exc:
         reason = "no answer" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
         where = "" if target.label == target.address else f" ({target.label})"
@@ -160,11 +175,30 @@ def _lost(address: str, exc: BaseException, name: str = "") -> ConnectionLost:
                           "still running?")
 
 
+def certificate_changed(address: str, name: str, pinned: str, presented: str,
+                        label: str = "") -> CertificateChanged:
+    """The refusal of a device whose certificate is not its pin, worded as OpenSSH words a
+    changed host key."""
+    device = _named(address, name)
+    forget = f'workbench device forget "{name}"' if name else "workbench device forget DEVICE"
+    return CertificateChanged(
+        f"The certificate of {device} has changed: it presented {short_fingerprint(presented)}, "
+        f"not {short_fingerprint(pinned)} pinned when it was paired. Someone may be "
+        "intercepting the connection, or the agent's data folder was reset or replaced. Nothing "
+        "was sent to it. If you reset the agent yourself, pair again: "
+        f"`{forget}`, then `{pair_command(label or address)}` with the code it prints",
+        Err.CERTIFICATE_CHANGED)
+
+
 def _remote_error(exc: ProtocolError, address: str, what: str, name: str = "") -> DeviceError:
     device = _named(address, name)
-    if exc.code in (Err.NOT_AUTHENTICATED, Err.AUTH_FAILED):
+    if exc.code in (Err.NOT_AUTHENTICATED, Err.NOT_PAIRED):
         return NotPaired(f"{device} does not accept this computer ({exc.message}): pair again with "
                          f"`{pair_command(address)}` and the code the agent prints", exc.code)
+    if exc.code == Err.CERTIFICATE_CHANGED:
+        return CertificateChanged(f"{device}: {exc.message}", exc.code)
+    if exc.code == Err.UNSUPPORTED_VERSION:
+        return DeviceError(f"{device} cannot talk to this Workbench: {exc.message}", exc.code)
     if exc.code == Err.BUSY:
         return DeviceError(f"{device} is busy: {exc.message}", exc.code)
     if exc.code == Err.RUNTIME:
@@ -184,21 +218,26 @@ def host_name() -> str:
 def pair_device(target: str, code: str, devices: PairedDevices | None = None,
                 local: bool = False, timeout: float = DEFAULT_TIMEOUT_S) -> PairedDevice:
     """Pair with the device ``target`` names, using the 6-digit ``code`` its agent printed; the
-    device as remembered (its secret in the OS keyring). PairingRefused for a wrong code (with
-    the attempts left) or while pairing is locked."""
+    device as remembered (its certificate pinned). PairingRefused for a wrong code (with the
+    attempts left) or while pairing is locked; CertificateChanged when something between the
+    two terminates TLS."""
     devices = devices or PairedDevices()
     code = str(code).strip().replace(" ", "")
     if not (len(code) == 6 and code.isdigit()):
         raise PairingRefused(f"{code!r} is not a pairing code: type the 6 digits the agent "
                              "prints (`Pairing code: 123456`)", Err.BAD_CODE)
-    check_keyring()
+    devices.keys.check()
+    identity = devices.keys.identity()
     found = resolve(target, devices)
     host_id = devices.host_id()
-    client = _connect(found, timeout)
+    client = _connect(found, timeout, identity, pairing=True)
     hello: dict = {}
     try:
         hello = client.hello(host_id)
-        secret = client.pair(host_id, host_name(), code)
+        pin = client.pair(host_id, host_name(), code)
+    except link_client.RelayDetected as exc:
+        raise CertificateChanged(f"Pairing with the device at {found.address} was stopped: "
+                                 f"{exc.message}", exc.code) from None
     except RemoteError as exc:
         raise _pairing_error(exc, found.address) from None
     except ProtocolError as exc:
@@ -213,7 +252,7 @@ def pair_device(target: str, code: str, devices: PairedDevices | None = None,
                           paired_at=now_iso(), last_seen=now_iso(), local=local)
     if found.via == "usb":
         log.info("paired over USB; the device is remembered at its forwarded port %d", found.port)
-    devices.remember(device, secret)
+    devices.remember(device, pin)
     return device
 
 
@@ -307,19 +346,23 @@ class DeviceLink:
         """(Re)connect and authenticate; the session and loaded models start afresh."""
         self.close()
         self._aborted.clear()
-        client = _connect(self.target, self.timeout, self.on_log)
+        identity = self.devices.keys.identity()
+        expected = self.devices.pin(self.target.paired.device_id) if self.target.paired else None
+        client = _connect(self.target, self.timeout, identity, expected, self.on_log)
         try:
             host_id = self.devices.host_id()
             hello = client.hello(host_id)
             self.device_id = str(hello.get("device_id") or "")
             self.name = str(hello.get("name") or self.name)
-            secret = self.devices.secret(self.device_id) if self.device_id else None
-            if not hello.get("paired") or not secret:
-                known = "has forgotten this computer" if secret else "is not paired with this computer"
-                named = self.target.label if self.target.via == "usb" else self.address
+            pin = expected or (self.devices.pin(self.device_id) if self.device_id else None)
+            named = self.target.label if self.target.via == "usb" else self.address
+            if pin and pin != client.peer_fingerprint:
+                raise certificate_changed(self.address, self.name, pin, client.peer_fingerprint,
+                                          named)
+            if not hello.get("paired") or not pin:
+                known = "has forgotten this computer" if pin else "is not paired with this computer"
                 raise NotPaired(f"the device {self.name} at {self.address} {known}: run "
                                 f"`{pair_command(named)}` with the code its agent prints")
-            client.authenticate(host_id, secret)
         except DeviceError:
             client.fs.close()
             raise

@@ -2,9 +2,9 @@
 
 Paired devices are user-level settings, never part of a project: ``<config dir>/devices.json``
 holds this computer's ``host_id`` (a random id made once, that devices know this host by) and,
-for each device, its name, device id, last address and when it was last seen. The secret each
-device gave at pairing lives only in the OS keyring (service "workbench-device", the device id
-as user name); no file ever holds it.
+for each device, its name, device id, last address and when it was last seen. The certificate
+each device is pinned to, and this computer's own key, are kept by ``HostKeys`` (the OS keyring,
+or a file readable by the user only where no keyring is usable).
 
 Windows, the hub and the CLI may all change the file, so each change takes a lock, reads the
 file fresh, edits it and writes it back atomically.
@@ -22,12 +22,11 @@ from pathlib import Path
 from typing import Iterator
 
 from workbench.device.errors import DeviceError
-from workbench.platform import secrets as os_keyring
+from workbench.device.host_keys import HostKeys
 from workbench.platform.locks import locked
 
 
 DEVICES_FILE = "devices.json"
-KEYRING_SERVICE = "workbench-device"
 DATA_DIR_ENV = "WORKBENCH_DATA_DIR"
 FILE_VERSION = 1
 
@@ -86,15 +85,16 @@ def format_address(host: str, port: int) -> str:
 
 class PairedDevices:
     """The paired devices in ``<config_dir>/devices.json`` (the user's config folder unless
-    ``config_dir`` is given) and their secrets in the OS keyring."""
+    ``config_dir`` is given) and their pins in ``keys``."""
 
-    def __init__(self, config_dir: Path | None = None):
+    def __init__(self, config_dir: Path | None = None, on_notice=None):
         if config_dir is None:
             from workbench.project.recent import user_config_dir
 
             config_dir = user_config_dir()
         self.config_dir = Path(config_dir)
         self.file = self.config_dir / DEVICES_FILE
+        self.keys = HostKeys(self.config_dir, on_notice)
 
     # --- reading ---
 
@@ -145,11 +145,11 @@ class PairedDevices:
 
     # --- changing ---
 
-    def remember(self, device: PairedDevice, secret: str | None = None) -> PairedDevice:
-        """Add ``device`` or replace the one with its id; with ``secret``, keep that in the OS
-        keyring first (DeviceError when no keyring is usable: nothing is written then)."""
-        if secret is not None:
-            store_secret(device.device_id, secret)
+    def remember(self, device: PairedDevice, pin: str | None = None) -> PairedDevice:
+        """Add ``device`` or replace the one with its id; with ``pin`` (its certificate's
+        fingerprint), keep that first (DeviceError when it cannot be: nothing is written then)."""
+        if pin is not None:
+            self.keys.set_pin(device.device_id, pin)
         with self._editing() as data:
             others = [d for d in data.get("devices", []) if d.get("device_id") != device.device_id]
             if device.local:  # one local agent: an older one's entry is no longer local
@@ -169,17 +169,18 @@ class PairedDevices:
                     return
 
     def forget(self, device_id: str) -> bool:
-        """Remove the device and its secret; False when it was not paired."""
+        """Remove the device and its pin; False when it was not paired."""
         with self._editing() as data:
             devices = data.get("devices", [])
             kept = [d for d in devices if d.get("device_id") != device_id]
             data["devices"] = kept
-        delete_secret(device_id)
+        self.keys.forget(device_id)
         return len(kept) != len(devices)
 
-    def secret(self, device_id: str) -> str | None:
-        """The secret the device gave at pairing, from the OS keyring; None when there is none."""
-        return load_secret(device_id)
+    def pin(self, device_id: str) -> str | None:
+        """The fingerprint of the certificate ``device_id`` was paired with; None when there is
+        none."""
+        return self.keys.pin(device_id)
 
     # --- the file ---
 
@@ -225,43 +226,3 @@ class PairedDevices:
             except OSError as exc:
                 raise DeviceError(f"cannot write {self.file} ({exc.strerror or exc}); check the "
                                   "folder's permissions and free space") from None
-
-
-# --- Secrets in the OS keyring ------------------------------------------------------------
-
-_NO_KEYRING = "no OS keyring is usable here ({reason}). " + os_keyring.HOW_TO_GET_A_KEYRING
-
-
-def check_keyring() -> None:
-    """DeviceError when no usable keyring backend is configured: checked before pairing, so a
-    pairing code is not spent on a secret that could not be kept."""
-    try:
-        os_keyring.check_keyring()
-    except os_keyring.KeyringUnavailable as exc:
-        raise DeviceError("The pairing secret could not be kept: "
-                          + _NO_KEYRING.format(reason=exc.reason)) from None
-
-
-def store_secret(device_id: str, secret: str) -> None:
-    """Keep the pairing secret of ``device_id``; DeviceError when no keyring can."""
-    try:
-        os_keyring.store_secret(KEYRING_SERVICE, device_id, secret)
-    except os_keyring.KeyringUnavailable as exc:
-        raise DeviceError("The pairing secret could not be kept: "
-                          + _NO_KEYRING.format(reason=exc.reason)) from None
-
-
-def load_secret(device_id: str) -> str | None:
-    """The pairing secret of ``device_id`` (None when none is kept); DeviceError when no
-    keyring can be asked."""
-    try:
-        return os_keyring.load_secret(KEYRING_SERVICE, device_id)
-    except os_keyring.KeyringUnavailable as exc:
-        raise DeviceError("The device's pairing secret could not be read: "
-                          + _NO_KEYRING.format(reason=exc.reason)) from None
-
-
-def delete_secret(device_id: str) -> None:
-    """Forget the pairing secret of ``device_id`` (nothing when none was kept)."""
-    os_keyring.delete_secret(KEYRING_SERVICE, device_id)
-

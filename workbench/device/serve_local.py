@@ -229,13 +229,15 @@ def _latest_code(data_dir: Path) -> str | None:
 
 
 def _paired_with(agent: LocalAgent, devices: PairedDevices) -> bool:
-    """Whether the running agent knows this computer and the keyring holds its secret."""
-    if not devices.secret(agent.device_id):
+    """Whether the running agent knows this computer's certificate and is the one pinned."""
+    pin = devices.pin(agent.device_id)
+    if not pin:
         return False
     from workbench_device.client import DeviceClient
 
     try:
-        with DeviceClient(agent.host, agent.port, timeout=10.0, connect_timeout=5.0) as client:
+        with DeviceClient(agent.host, agent.port, timeout=10.0, connect_timeout=5.0,
+                          identity=devices.keys.identity(), pin=pin) as client:
             return bool(client.hello(devices.host_id()).get("paired"))
     except Exception:
         return False
