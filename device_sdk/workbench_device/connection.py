@@ -177,8 +177,11 @@ class AgentConnection:
         except (OSError, socket.timeout) as exc:
             log.info("TLS handshake with %s did not finish (%s)", self.peer, exc)
             return False
-        self.sock = tls_sock
         self.fs = FrameSocket(tls_sock, max_payload=self.agent.max_payload)
+        # Time-outs go to the TLSStream: set on the SSL socket they would make it blocking
+        # again, and a read waiting for the next request would hold the lock a log line (sent
+        # from another thread) needs.
+        self.sock = self.fs.sock
         if self._closing:
             return False
         self.host_id = host_of(self.agent.paired_hosts, tls_sock)
