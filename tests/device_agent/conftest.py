@@ -1,11 +1,14 @@
 """Agents for the device agent's tests: real agents on loopback (in this process, on threads,
-port 0), real onnxruntime, and a tiny ONNX model built with onnx.helper."""
+port 0), real TLS, real onnxruntime, and a tiny ONNX model built with onnx.helper."""
 
 from __future__ import annotations
 
+import itertools
 import socket
+import ssl
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, List
+from typing import Callable, List, Optional
 
 import numpy as np
 import pytest
@@ -13,12 +16,15 @@ import pytest
 from workbench_device.agent import Agent
 from workbench_device.client import DeviceClient
 from workbench_device.protocol import PREFIX_SIZE, parse_header, parse_prefix
+from workbench_device.tls import Identity, client_context, load_or_make_identity
 
 HOST_ID = "host-under-test"
 
 # The tiny model: y = relu(x @ W + b), twice = 2 * y; x is float32 [batch, 4].
 WEIGHTS = (np.arange(12, dtype=np.float32).reshape(4, 3) / 10.0 - 0.4)
 BIAS = np.array([0.1, -0.2, 0.3], dtype=np.float32)
+
+_host_folders = itertools.count()
 
 
 def reference(x: np.ndarray, bias: np.ndarray = BIAS) -> np.ndarray:
@@ -74,42 +80,80 @@ def agent(start_agent) -> Agent:
     return start_agent()
 
 
-def pair(agent: Agent, host_id: str = HOST_ID) -> str:
-    """Pair ``host_id`` with the agent (as a host that read its code); the secret."""
-    with DeviceClient("127.0.0.1", agent.port) as client:
+@dataclass
+class Credential:
+    """What a host keeps after pairing: its identity, the agent's pinned fingerprint, its id."""
+
+    host_id: str
+    identity: Identity
+    pin: str
+
+
+def host_identity(folder: Path, name: str = "test host") -> Identity:
+    """A host's key pair and certificate in ``folder`` (made there on first use)."""
+    return load_or_make_identity(folder, name)
+
+
+def new_host_identity(agent: Agent, host_id: str = HOST_ID) -> Identity:
+    """A host identity of its own, in a new folder beside the agent's data (the test's tmp)."""
+    folder = agent.data_dir.parent / "hosts" / f"{host_id}-{next(_host_folders)}"
+    return host_identity(folder, host_id)
+
+
+def pair_with_code(port: int, code: str, identity: Identity, host_id: str = HOST_ID,
+                   host: str = "127.0.0.1") -> Credential:
+    """Pair ``identity`` with the agent at ``host:port`` as a host that read ``code``."""
+    with DeviceClient.for_pairing(host, port, identity) as client:
         client.hello(host_id)
-        return client.pair(host_id, "test host", agent.pairing.code)
+        pin = client.pair(host_id, "test host", code)
+    return Credential(host_id, identity, pin)
+
+
+def pair(agent: Agent, host_id: str = HOST_ID,
+         identity: Optional[Identity] = None) -> Credential:
+    """Pair ``host_id`` with the agent (as a host that read its code); what the host keeps."""
+    identity = identity or new_host_identity(agent, host_id)
+    return pair_with_code(agent.port, agent.pairing.code, identity, host_id)
 
 
 @pytest.fixture
-def secret(agent) -> str:
+def credential(agent) -> Credential:
     return pair(agent)
 
 
-def connect(agent: Agent, secret: str, host_id: str = HOST_ID, session: bool = True,
-            runtime: str = "onnxruntime", **options) -> DeviceClient:
-    client = DeviceClient("127.0.0.1", agent.port, **options)
-    client.hello(host_id)
-    client.authenticate(host_id, secret)
+def connect(agent: Agent, credential: Credential, host_id: Optional[str] = None,
+            session: bool = True, runtime: str = "onnxruntime", **options) -> DeviceClient:
+    """A connection with the paired certificate (authenticated from its first frame), said
+    hello to, with a session open unless ``session`` is false."""
+    client = DeviceClient("127.0.0.1", agent.port, identity=credential.identity,
+                          pin=credential.pin, **options)
+    client.hello(host_id or credential.host_id)
     if session:
         client.open_session(runtime)
     return client
 
 
 @pytest.fixture
-def device(agent, secret):
+def device(agent, credential):
     """An authenticated client of ``agent`` with a session open."""
-    client = connect(agent, secret)
+    client = connect(agent, credential)
     yield client
     client.close()
 
 
-def raw_connection(agent: Agent) -> socket.socket:
-    sock = socket.create_connection(("127.0.0.1", agent.port), timeout=10)
-    return sock
+def tcp_connection(agent: Agent) -> socket.socket:
+    """A bare TCP connection to the agent: what it reads first is no TLS unless sent."""
+    return socket.create_connection(("127.0.0.1", agent.port), timeout=10)
 
 
-def read_raw_frame(sock: socket.socket):
+def raw_connection(agent: Agent, credential: Optional[Credential] = None) -> ssl.SSLSocket:
+    """A TLS connection to the agent that the test writes frames on itself (blocking, 10 s
+    time-out); with ``credential`` it offers the paired certificate, else none."""
+    context = client_context(credential.identity if credential else None)
+    return context.wrap_socket(tcp_connection(agent))
+
+
+def read_raw_frame(sock):
     """(header, payload) of the next frame on ``sock``; None when the agent closed it."""
     def exact(n: int) -> bytes:
         data = b""
@@ -129,11 +173,11 @@ def read_raw_frame(sock: socket.socket):
     return header, exact(payload_len)
 
 
-def closed_by_peer(sock: socket.socket) -> bool:
+def closed_by_peer(sock) -> bool:
     """True when the agent closed ``sock`` (nothing more to read but the end)."""
     try:
         return sock.recv(1) == b""
-    except ConnectionResetError:
+    except (ConnectionResetError, ssl.SSLEOFError):
         return True
 
 

@@ -18,7 +18,9 @@ import pytest
 
 from workbench_device.client import DeviceClient
 
-from .conftest import HOST_ID, tiny_onnx_bytes
+from workbench_device.tls import short_fingerprint
+
+from .conftest import HOST_ID, host_identity, tiny_onnx_bytes
 
 SDK = Path(__file__).resolve().parents[2] / "device_sdk"
 
@@ -76,13 +78,17 @@ def test_the_agent_prints_its_code_and_address_and_pairs_with_that_code(run_agen
                       "--name", "Bench Phone")
     announced = json.loads(agent.line())
     code = agent.line_starting("Pairing code: ").split(": ")[1]
+    certificate = agent.line_starting("Certificate: ").split(": ")[1]
     address = agent.line_starting("Listening on ").split(" ")[-1]
     host, port = address.rsplit(":", 1)
     assert announced["pairing_code"] == code and announced["port"] == int(port)
     assert host == "127.0.0.1" and announced["name"] == "Bench Phone"
-    with DeviceClient(host, int(port)) as client:
+    assert certificate == short_fingerprint(announced["cert_fingerprint"])
+    identity = host_identity(tmp_path / "host")
+    with DeviceClient.for_pairing(host, int(port), identity) as client:
         assert client.hello(HOST_ID)["name"] == "Bench Phone"
-        client.pair(HOST_ID, "test", code)
+        # The pin is the certificate the agent printed: what a careful user compares.
+        assert client.pair(HOST_ID, "test", code) == announced["cert_fingerprint"]
         client.open_session()
         sha = client.push_model(tiny_onnx_bytes()).sha256
         assert client.load_model(sha)["model"] == "m1"
@@ -113,7 +119,8 @@ def test_an_agent_without_push_memory_stores_pushes_all_the_same(run_agent, tmp_
                       "--push-memory-mb", "0")
     announced = json.loads(agent.line())
     data = os.urandom(3 * 1024 * 1024)
-    with DeviceClient("127.0.0.1", announced["port"]) as client:
+    identity = host_identity(tmp_path / "host")
+    with DeviceClient.for_pairing("127.0.0.1", announced["port"], identity) as client:
         client.hello(HOST_ID)
         client.pair(HOST_ID, "test", announced["pairing_code"])
         sha = client.push_model(data).sha256
@@ -165,7 +172,7 @@ def test_the_agent_is_announced_by_mdns(start_agent):
             if record["device_id"] == agent.device_id:
                 break
         assert record == {"name": "Announced Phone", "device_id": agent.device_id,
-                          "protocol": "1", "port": agent.port}
+                          "protocol": "2", "port": agent.port}
     finally:
         zc.close()
 

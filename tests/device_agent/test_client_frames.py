@@ -1,13 +1,15 @@
 """How the client sorts the frames an agent sends: the reply it waits for, log lines and other
 events, late replies to requests it gave up, and replies that belong to no request at all.
 
-A scripted agent answers each request with the frames a test gives it, so the client meets
-exactly the misbehaviour under test."""
+A scripted agent (TLS, as every agent) answers each request with the frames a test gives it,
+so the client meets exactly the misbehaviour under test."""
 
 from __future__ import annotations
 
 import socket
+import ssl
 import threading
+from pathlib import Path
 from typing import Callable, Dict, List
 
 import pytest
@@ -22,6 +24,7 @@ from workbench_device.protocol import (
     encode_prefix,
     frame_bytes,
 )
+from workbench_device.tls import load_or_make_identity, server_context
 
 from .conftest import read_raw_frame
 
@@ -29,11 +32,12 @@ Script = Callable[[Dict], List[bytes]]
 
 
 class ScriptedAgent:
-    """A server on 127.0.0.1 that answers each request it reads with ``script(request)``: a
-    list of whole frames (bytes) to send back."""
+    """A TLS server on 127.0.0.1 (its identity in ``folder``) that answers each request it
+    reads with ``script(request)``: a list of whole frames (bytes) to send back."""
 
-    def __init__(self, script: Script):
+    def __init__(self, script: Script, folder: Path):
         self.script = script
+        self.context = server_context(load_or_make_identity(folder, "scripted agent"), [])
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.requests: List[Dict] = []
@@ -47,11 +51,12 @@ class ScriptedAgent:
             return  # closed before a client came
         with sock:
             try:
-                self._answer(sock)
-            except (OSError, EOFError):
+                with self.context.wrap_socket(sock, server_side=True) as tls_sock:
+                    self._answer(tls_sock)
+            except (OSError, EOFError):  # ssl.SSLError is an OSError
                 pass  # the client closed the connection, as tests that end early do
 
-    def _answer(self, sock: socket.socket) -> None:
+    def _answer(self, sock: ssl.SSLSocket) -> None:
         while True:
             frame = read_raw_frame(sock)
             if frame is None:
@@ -73,11 +78,11 @@ def _reply(request: Dict, **fields) -> bytes:
 
 
 @pytest.fixture
-def scripted():
+def scripted(tmp_path):
     agents: List[ScriptedAgent] = []
 
     def start(script: Script) -> DeviceClient:
-        agent = ScriptedAgent(script)
+        agent = ScriptedAgent(script, tmp_path / f"agent{len(agents)}")
         agents.append(agent)
         return DeviceClient("127.0.0.1", agent.port, timeout=10)
 
@@ -203,11 +208,11 @@ def test_the_client_refuses_headers_with_nan_or_a_key_given_twice(scripted, head
 
 
 def test_the_client_offers_its_versions_and_refuses_a_version_it_did_not_offer(scripted):
-    answers = iter([{"protocol": 1, "nonce": "ab" * 32}, {"protocol": 2, "nonce": "ab" * 32}])
+    answers = iter([{"protocol": 2}, {"protocol": 1}])
     hellos = []
     client = scripted(lambda request: hellos.append(request) or [_reply(request, **next(answers))])
-    assert client.hello("h")["protocol"] == 1
-    assert hellos[0]["versions"] == [1] and hellos[0]["protocol"] == 1
+    assert client.hello("h")["protocol"] == 2
+    assert hellos[0]["versions"] == [2] and hellos[0]["protocol"] == 2
     with pytest.raises(ProtocolError) as error:
         client.hello("h")
     assert error.value.code == Err.UNSUPPORTED_VERSION

@@ -18,14 +18,14 @@ from .conftest import connect, pair, raw_connection, reference, tiny_onnx_bytes
 SESSIONS = 10
 
 
-def test_ten_sessions_push_run_and_keep_their_files_at_the_same_time(agent, secret):
+def test_ten_sessions_push_run_and_keep_their_files_at_the_same_time(agent, credential):
     shared_model = tiny_onnx_bytes()
     barrier = threading.Barrier(SESSIONS)
     failures, results = [], {}
 
     def one_host(index: int) -> None:
         try:
-            with connect(agent, secret) as client:
+            with connect(agent, credential) as client:
                 barrier.wait(timeout=30)
                 bias = np.array([index, -index, 0.5], np.float32)
                 own_model = tiny_onnx_bytes(bias)
@@ -54,7 +54,7 @@ def test_ten_sessions_push_run_and_keep_their_files_at_the_same_time(agent, secr
         bad = raw_connection(agent)
         bad.sendall(b"garbage" * 100)
         bad.close()
-    vanishing = connect(agent, secret, session=False)
+    vanishing = connect(agent, credential, session=False)
     blob = os.urandom(1024 * 1024)
     sha = sha256_of(blob)
     vanishing.request("push.begin", sha256=sha, size=len(blob))
@@ -71,9 +71,9 @@ def test_ten_sessions_push_run_and_keep_their_files_at_the_same_time(agent, secr
 
 def test_sessions_beyond_the_limit_are_refused_until_one_closes(start_agent):
     agent = start_agent(max_sessions=2)
-    secret = pair(agent)
-    first, second = connect(agent, secret), connect(agent, secret)
-    third = connect(agent, secret, session=False)
+    credential = pair(agent)
+    first, second = connect(agent, credential), connect(agent, credential)
+    third = connect(agent, credential, session=False)
     try:
         with pytest.raises(RemoteError) as error:
             third.open_session()
@@ -88,8 +88,8 @@ def test_sessions_beyond_the_limit_are_refused_until_one_closes(start_agent):
         third.close()
 
 
-def test_a_stopped_agent_gives_its_clients_a_clear_error(agent, secret):
-    client = connect(agent, secret)
+def test_a_stopped_agent_gives_its_clients_a_clear_error(agent, credential):
+    client = connect(agent, credential)
     agent.stop()
     with pytest.raises((ConnectionError, OSError)):
         client.info()

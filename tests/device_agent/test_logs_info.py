@@ -8,7 +8,7 @@ import pytest
 
 from workbench_device.protocol import Err, RemoteError
 
-from .conftest import connect
+from .conftest import connect, raw_connection
 
 
 def test_info_describes_the_device_its_runtimes_and_sessions(device, agent):
@@ -26,10 +26,10 @@ def test_info_describes_the_device_its_runtimes_and_sessions(device, agent):
     assert info["agent_version"]
 
 
-def test_a_subscriber_gets_the_devices_log_lines_as_they_happen(agent, secret, tiny_model):
-    follower = connect(agent, secret, session=False)
+def test_a_subscriber_gets_the_devices_log_lines_as_they_happen(agent, credential, tiny_model):
+    follower = connect(agent, credential, session=False)
     follower.subscribe_logs("info")
-    worker = connect(agent, secret)
+    worker = connect(agent, credential)
     try:
         worker.load_model(worker.push_model(tiny_model, name="tiny.onnx").sha256, name="tiny.onnx")
         messages = []
@@ -47,19 +47,19 @@ def test_a_subscriber_gets_the_devices_log_lines_as_they_happen(agent, secret, t
         follower.close()
 
 
-def test_a_warning_subscriber_only_gets_warnings(agent, secret):
-    follower = connect(agent, secret, session=False)
+def test_a_warning_subscriber_only_gets_warnings(agent, credential):
+    follower = connect(agent, credential, session=False)
     follower.subscribe_logs("warning")
-    other = connect(agent, secret)  # logs an info line: not for this follower
-    bad = __import__("socket").create_connection(("127.0.0.1", agent.port))
-    bad.sendall(b"garbage frame bytes!!")  # logs a warning
+    other = connect(agent, credential)  # logs an info line: not for this follower
+    bad = raw_connection(agent)
+    bad.sendall(b"garbage frame bytes!!")  # inside TLS: logs a warning about a bad frame
     line = follower.next_log(timeout=10)
     assert line is not None and line["level"] == "warning" and "bad frame" in line["message"]
     bad.close()
     other.close()
     follower.close()
     with pytest.raises(RemoteError) as error:
-        connect(agent, secret, session=False).subscribe_logs("chatty")
+        connect(agent, credential, session=False).subscribe_logs("chatty")
     assert error.value.code == Err.BAD_REQUEST
 
 
@@ -67,11 +67,11 @@ def test_agents_sharing_a_process_stream_only_their_own_lines(start_agent):
     from .conftest import pair
 
     first, second = start_agent(), start_agent()
-    first_secret, second_secret = pair(first), pair(second)
-    follower = connect(first, first_secret, session=False)
+    first_credential, second_credential = pair(first), pair(second)
+    follower = connect(first, first_credential, session=False)
     follower.subscribe_logs("info")
-    connect(second, second_secret).close()
-    marker = connect(first, first_secret)
+    connect(second, second_credential).close()
+    marker = connect(first, first_credential)
     messages = []
     while not any(marker.session_id in m for m in messages):
         line = follower.next_log(timeout=10)

@@ -1,5 +1,6 @@
-"""Bytes that are no frame get one error and close that connection only: another host's
-connection, mid-session, keeps working before, during and after."""
+"""Bytes that are no frame (inside TLS) get one error and close that connection only: another
+host's connection, mid-session, keeps working before, during and after. Bytes that are no TLS
+are in test_tls_attacks.py."""
 
 from __future__ import annotations
 
@@ -20,7 +21,14 @@ from workbench_device.protocol import (
     frame_bytes,
 )
 
-from .conftest import closed_by_peer, connect, raw_connection, read_raw_frame, reference
+from .conftest import (
+    closed_by_peer,
+    connect,
+    raw_connection,
+    read_raw_frame,
+    reference,
+    tcp_connection,
+)
 
 HELLO = frame_bytes({"type": "hello", "id": 1})
 
@@ -32,6 +40,7 @@ def _raw_frame(header: bytes) -> bytes:
 MALFORMED = {
     "bad magic": (b"NOPE" + HELLO[4:], Err.BAD_FRAME),
     "bad version": (HELLO[:4] + bytes([9]) + HELLO[5:], Err.BAD_FRAME),
+    "a version 1 frame inside TLS": (HELLO[:4] + bytes([1]) + HELLO[5:], Err.BAD_FRAME),
     "oversized header": (encode_prefix(MAX_HEADER + 1, 0) + b"{" * 100, Err.TOO_LARGE),
     "oversized payload": (encode_prefix(2, (1 << 30) + 1) + b"{}", Err.TOO_LARGE),
     "payload over the agent's run limit": (encode_prefix(2, 300 * 1024 * 1024) + b"{}",
@@ -53,9 +62,9 @@ def _check_still_working(client, handle):
 
 
 @pytest.fixture
-def working(agent, secret, tiny_model):
+def working(agent, credential, tiny_model):
     """Another host's connection with a model loaded, and that model's handle."""
-    client = connect(agent, secret)
+    client = connect(agent, credential)
     handle = client.load_model(client.push_model(tiny_model).sha256)["model"]
     yield client, handle
     client.close()
@@ -101,9 +110,9 @@ def test_a_stalled_frame_times_out_on_the_agent(start_agent):
     stalled.close()
 
 
-def test_an_oversized_push_chunk_closes_that_connection(agent, secret, working):
+def test_an_oversized_push_chunk_closes_that_connection(agent, credential, working):
     client, handle = working
-    pusher = connect(agent, secret, session=False)
+    pusher = connect(agent, credential, session=False)
     sha = "ab" * 32
     pusher.request("push.begin", sha256=sha, size=10 * MAX_CHUNK)
     header = encode_header({"type": "push.chunk", "id": 99, "sha256": sha, "offset": 0})
@@ -133,8 +142,9 @@ def test_requests_with_bad_fields_get_an_error_and_the_connection_goes_on(device
 
 def test_the_agent_serves_on_after_many_bad_connections(agent, working):
     client, handle = working
-    for _ in range(30):
-        bad = raw_connection(agent)
+    for n in range(30):
+        # Zeros inside TLS, and zeros where the TLS handshake should start.
+        bad = raw_connection(agent) if n % 2 else tcp_connection(agent)
         bad.sendall(b"\x00" * 64)
         bad.close()
     deadline = time.monotonic() + 10

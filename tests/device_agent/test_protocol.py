@@ -1,4 +1,4 @@
-"""The frame format, tensors and proofs, without sockets; and a fuzz of the frame parser."""
+"""The frame format, tensors and hex fields, without sockets; and a fuzz of the frame parser."""
 
 from __future__ import annotations
 
@@ -11,9 +11,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from workbench_device.protocol import (
+    CLEAR_TEXT_VERSION,
     MAGIC,
     MAX_HEADER,
     PREFIX_SIZE,
+    SUPPORTED_VERSIONS,
+    VERSION,
     Err,
     FrameError,
     Msg,
@@ -22,13 +25,10 @@ from workbench_device.protocol import (
     encode_prefix,
     negotiate_version,
     frame_bytes,
-    hmac_proof,
-    new_nonce,
-    new_secret,
+    hex_field,
     ok,
     pack_tensors,
     parse_prefix,
-    proofs_match,
     unpack_tensors,
 )
 
@@ -41,7 +41,7 @@ def test_a_frame_survives_encoding_and_decoding():
     assert frame.header == header and bytes(frame.payload) == payload
     assert frame.type == Msg.PUSH_CHUNK and frame.id == 7
     assert data[used:] == b"next frame"
-    assert data[:4] == MAGIC and data[4] == 1
+    assert data[:4] == MAGIC and data[4] == VERSION == 2
     assert struct.unpack(">IQ", data[8:PREFIX_SIZE]) == (len(json.dumps(
         header, separators=(",", ":"), ensure_ascii=False).encode()), len(payload))
 
@@ -50,7 +50,8 @@ def test_every_malformed_prefix_and_header_is_a_frame_error_with_its_code():
     good = frame_bytes({"type": "hello", "id": 1})
     cases = {
         "bad magic": (b"XXXX" + good[4:], Err.BAD_FRAME),
-        "bad version": (good[:4] + b"\x02" + good[5:], Err.BAD_FRAME),
+        "version 1 (clear text)": (good[:4] + b"\x01" + good[5:], Err.BAD_FRAME),
+        "version 3": (good[:4] + b"\x03" + good[5:], Err.BAD_FRAME),
         "oversized header": (encode_prefix(MAX_HEADER + 1, 0), Err.TOO_LARGE),
         "oversized payload": (encode_prefix(2, 1 << 40) + b"{}", Err.TOO_LARGE),
         "not json": (encode_prefix(5, 0) + b"{nope", Err.BAD_FRAME),
@@ -218,20 +219,44 @@ def test_tensor_descriptions_that_do_not_fit_the_payload_are_refused():
         pack_tensors({"o": np.array([object()], dtype=object)})
 
 
-def test_proofs_are_mutual_and_bound_to_the_secret_and_both_nonces():
-    secret, agent_nonce, host_nonce = new_secret(), new_nonce(), new_nonce()
-    host_proof = hmac_proof(secret, agent_nonce, host_nonce)
-    agent_proof = hmac_proof(secret, host_nonce, agent_nonce)
-    assert host_proof != agent_proof and len(host_proof) == 64
-    assert proofs_match(host_proof, host_proof.upper())
-    assert not proofs_match(host_proof, hmac_proof(new_secret(), agent_nonce, host_nonce))
-    assert not proofs_match(host_proof, hmac_proof(secret, new_nonce(), host_nonce))
-    assert not proofs_match(host_proof, None)
-    with pytest.raises(ProtocolError):
-        hmac_proof(secret, "not hex", host_nonce)
-
-
 def test_replies_are_named_after_their_requests():
     assert ok(Msg.PUSH_BEGIN) == "push.begin.ok"
     assert set(Msg.BEFORE_AUTH) <= set(Msg.REQUESTS)
-    assert len(set(Err.ALL)) == 14 and Err.UNSUPPORTED_VERSION in Err.ALL
+    assert len(set(Err.ALL)) == len(Err.ALL) == 13 and Err.UNSUPPORTED_VERSION in Err.ALL
+    # What a host says about a link is never an agent's reply.
+    assert Err.CERTIFICATE_CHANGED not in Err.ALL and Err.NOT_PAIRED not in Err.ALL
+    # A connection without a pinned certificate may only say hello and pair.
+    assert set(Msg.BEFORE_AUTH) == {Msg.HELLO, Msg.PAIR_BEGIN, Msg.PAIR_FINISH, Msg.CLOSE}
+
+
+def test_a_clear_text_frame_of_version_1_is_built_for_old_hosts_and_refused_as_input():
+    header = {"type": "error", "id": None, "code": Err.UNSUPPORTED_VERSION, "versions": [2]}
+    old = frame_bytes(header, version=CLEAR_TEXT_VERSION)
+    current = frame_bytes(header)
+    assert old[:4] == current[:4] == MAGIC
+    assert (old[4], current[4]) == (1, 2) and old[5:] == current[5:]
+    with pytest.raises(FrameError) as error:
+        decode_frame(old)
+    assert error.value.code == Err.BAD_FRAME and "version 1" in error.value.message
+    assert decode_frame(current)[0].header == header
+
+
+def test_the_versions_this_end_speaks_leave_version_1_hosts_out():
+    assert VERSION == 2 and SUPPORTED_VERSIONS == (2,) and CLEAR_TEXT_VERSION == 1
+    for hello in ({}, {"protocol": 1}, {"versions": [1]}):  # what version 1 hosts send
+        with pytest.raises(ProtocolError) as error:
+            negotiate_version(hello)
+        assert error.value.code == Err.UNSUPPORTED_VERSION
+        assert error.value.extra == {"versions": [2]}
+    assert negotiate_version({"versions": [1, 2]}) == 2
+    assert negotiate_version({"protocol": 3}) == 2
+
+
+def test_a_hex_field_gives_its_bytes_and_refuses_anything_else():
+    assert hex_field({"cert": "00ff10"}, "cert", 3) == b"\x00\xff\x10"
+    assert hex_field({"cert": "ABcd"}, "cert", 2) == b"\xab\xcd"
+    for header in ({}, {"cert": None}, {"cert": ""}, {"cert": 1234}, {"cert": ["ab"]},
+                   {"cert": "abc"}, {"cert": "zz"}, {"cert": "aabbccdd"}):
+        with pytest.raises(ProtocolError) as error:
+            hex_field(header, "cert", 3)
+        assert error.value.code == Err.BAD_REQUEST and "'cert'" in error.value.message, header

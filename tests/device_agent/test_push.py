@@ -38,10 +38,10 @@ def test_pushing_a_model_the_device_has_sends_nothing(device, agent):
     assert again.sent == 0 and again.skipped and again.resumed_from == len(data)
 
 
-def test_a_push_resumes_where_a_vanished_client_stopped(agent, secret, tmp_path):
+def test_a_push_resumes_where_a_vanished_client_stopped(agent, credential, tmp_path):
     data = os.urandom(3 * 1024 * 1024)
     sha = sha256_of(data)
-    vanishing = connect(agent, secret, session=False)
+    vanishing = connect(agent, credential, session=False)
     assert vanishing.request("push.begin", sha256=sha, size=len(data)).header["offset"] == 0
     vanishing.request("push.chunk", data[:1000000], sha256=sha, offset=0)
     # The second chunk is cut off in the middle of its payload, then the client is gone.
@@ -49,7 +49,7 @@ def test_a_push_resumes_where_a_vanished_client_stopped(agent, secret, tmp_path)
     vanishing.fs.sock.sendall(encode_prefix(len(header), 1000000) + header + data[1000000:1400000])
     vanishing.fs.sock.close()
 
-    resumer = connect(agent, secret, session=False)
+    resumer = connect(agent, credential, session=False)
     result = resumer.push_model(data)  # waits until the agent has noticed the first one left
     assert result.resumed_from == 1400000 and result.sent == len(data) - 1400000
     assert (models_dir(agent) / sha).read_bytes() == data
@@ -58,16 +58,16 @@ def test_a_push_resumes_where_a_vanished_client_stopped(agent, secret, tmp_path)
 
 def test_a_push_resumes_after_the_agent_restarts(start_agent, tmp_path):
     agent = start_agent(data_dir=tmp_path / "device")
-    secret = pair(agent)
+    credential = pair(agent)
     data = os.urandom(2 * 1024 * 1024)
     sha = sha256_of(data)
-    client = connect(agent, secret, session=False)
+    client = connect(agent, credential, session=False)
     client.request("push.begin", sha256=sha, size=len(data))
     client.request("push.chunk", data[:700000], sha256=sha, offset=0)
     client.fs.close()
     agent.stop()
     agent = start_agent(data_dir=tmp_path / "device")
-    client = connect(agent, secret, session=False)
+    client = connect(agent, credential, session=False)
     result = client.push_model(data)
     assert result.resumed_from == 700000
     assert (models_dir(agent) / sha).read_bytes() == data
@@ -118,13 +118,13 @@ def test_a_size_that_disagrees_with_the_stored_model_is_refused(device):
     assert error.value.code == Err.BAD_REQUEST
 
 
-def test_two_hosts_pushing_the_same_model_at_once_both_end_with_it(agent, secret):
+def test_two_hosts_pushing_the_same_model_at_once_both_end_with_it(agent, credential):
     data = os.urandom(6 * 1024 * 1024)
     results, errors = [], []
 
     def push():
         try:
-            with connect(agent, secret, session=False) as client:
+            with connect(agent, credential, session=False) as client:
                 results.append(client.push_model(data, chunk_size=256 * 1024, window=2))
         except Exception as exc:  # reported below
             errors.append(exc)

@@ -52,15 +52,15 @@ def _send_all(client, data: bytes, sha: str) -> None:
 
 
 def test_a_big_push_is_acknowledged_before_its_check_and_loadable_after_it(
-        agent, secret, gated_check):
+        agent, credential, gated_check):
     from onnx import load_from_string
 
     padded = load_from_string(tiny_onnx_bytes())  # a real model, made big
     padded.doc_string = "x" * BIG
     data = padded.SerializeToString()
     sha = sha256_of(data)
-    pusher = connect(agent, secret)
-    other = connect(agent, secret)
+    pusher = connect(agent, credential)
+    other = connect(agent, credential)
     try:
         _send_all(pusher, data, sha)
         end = pusher.request("push.end", sha256=sha).header
@@ -87,12 +87,12 @@ def test_a_big_push_is_acknowledged_before_its_check_and_loadable_after_it(
 
 
 def test_corrupt_bytes_acknowledged_before_the_check_are_never_loadable(
-        agent, secret, check_after_end):
+        agent, credential, check_after_end):
     data = os.urandom(BIG)
     sha = sha256_of(data)
     corrupt = bytearray(data)
     corrupt[len(data) - 10] ^= 0x01
-    device = connect(agent, secret)
+    device = connect(agent, credential)
     try:
         _send_all(device, bytes(corrupt), sha)
         end = device.request("push.end", sha256=sha).header
@@ -119,11 +119,11 @@ def test_corrupt_bytes_acknowledged_before_the_check_are_never_loadable(
         device.close()
 
 
-def test_a_push_of_a_model_under_check_waits_and_sends_nothing(agent, secret, gated_check):
+def test_a_push_of_a_model_under_check_waits_and_sends_nothing(agent, credential, gated_check):
     data = os.urandom(BIG)
     sha = sha256_of(data)
-    first = connect(agent, secret, session=False)
-    second = connect(agent, secret, session=False)
+    first = connect(agent, credential, session=False)
+    second = connect(agent, credential, session=False)
     try:
         _send_all(first, data, sha)
         assert first.request("push.end", sha256=sha).header["verified"] is False
@@ -142,11 +142,11 @@ def test_a_push_of_a_model_under_check_waits_and_sends_nothing(agent, secret, ga
 
 
 def test_on_a_slow_link_the_check_hashes_along_and_push_end_is_verified(
-        agent, secret, monkeypatch):
+        agent, credential, monkeypatch):
     monkeypatch.setattr(store_module, "FOLLOW_BELOW_BYTES_PER_S", float("inf"))
     data = os.urandom(BIG)
     sha = sha256_of(data)
-    device = connect(agent, secret, session=False)
+    device = connect(agent, credential, session=False)
     try:
         _send_all(device, data, sha)
         upload = agent.store._uploads[sha]
@@ -161,15 +161,15 @@ def test_on_a_slow_link_the_check_hashes_along_and_push_end_is_verified(
         device.close()
 
 
-def test_a_resumed_push_hashes_what_arrived_before_and_after(agent, secret, monkeypatch):
+def test_a_resumed_push_hashes_what_arrived_before_and_after(agent, credential, monkeypatch):
     monkeypatch.setattr(store_module, "FOLLOW_BELOW_BYTES_PER_S", float("inf"))
     data = os.urandom(BIG)
     sha = sha256_of(data)
-    first = connect(agent, secret, session=False)
+    first = connect(agent, credential, session=False)
     first.request("push.begin", sha256=sha, size=len(data))
     first.request("push.chunk", data[:3000000], sha256=sha, offset=0)
     first.fs.close()  # vanishes; what it sent stays, hashed or not
-    second = connect(agent, secret, session=False)
+    second = connect(agent, credential, session=False)
     try:
         result = second.push_model(data, chunk_size=1000000)
         assert result.resumed_from == 3000000 and result.verified

@@ -128,25 +128,25 @@ def test_a_stopping_agent_keeps_the_bytes_received_in_memory(tmp_path, check_aft
     assert restarted.begin(sha, len(data), _Owner()) == (1000, False)
 
 
-def test_a_push_cut_off_mid_chunk_resumes_from_the_last_byte_that_arrived(agent, secret):
+def test_a_push_cut_off_mid_chunk_resumes_from_the_last_byte_that_arrived(agent, credential):
     data = os.urandom(3 * 1024 * 1024)  # fits the agent's push memory
     sha = sha256_of(data)
-    client = connect(agent, secret, session=False)
+    client = connect(agent, credential, session=False)
     client.request("push.begin", sha256=sha, size=len(data))
     # A chunk frame announcing 2 MiB, of which 700,001 bytes come before the host vanishes.
     header = encode_header({"type": "push.chunk", "id": 99, "sha256": sha, "offset": 0})
     client.fs.sock.sendall(encode_prefix(len(header), 2 * 1024 * 1024) + header
                            + data[:700001])
     client.fs.close()
-    again = connect(agent, secret, session=False)
+    again = connect(agent, credential, session=False)
     result = again.push_model(data)
     assert result.resumed_from == 700001
     assert (models_dir(agent) / sha).read_bytes() == data
     again.close()
 
 
-def test_the_client_sends_chunks_as_large_as_the_agent_announces(agent, secret):
-    client = connect(agent, secret, session=False)
+def test_the_client_sends_chunks_as_large_as_the_agent_announces(agent, credential):
+    client = connect(agent, credential, session=False)
     assert client.hello_reply["max_chunk"] == MAX_CHUNK
     data = os.urandom(MAX_CHUNK + 1000)
     steps: list = []
@@ -155,8 +155,8 @@ def test_the_client_sends_chunks_as_large_as_the_agent_announces(agent, secret):
     client.close()
 
 
-def test_without_an_announced_limit_the_client_sends_base_size_chunks(agent, secret):
-    client = connect(agent, secret, session=False)
+def test_without_an_announced_limit_the_client_sends_base_size_chunks(agent, credential):
+    client = connect(agent, credential, session=False)
     del client.hello_reply["max_chunk"]  # as from an agent that announces none
     data = os.urandom(BASE_CHUNK + 10)
     steps: list = []

@@ -54,8 +54,8 @@ def test_loading_needs_a_pushed_model_that_the_runtime_can_read(device):
     assert error.value.code == Err.BAD_REQUEST
 
 
-def test_model_requests_need_a_session(agent, secret, tiny_model):
-    client = connect(agent, secret, session=False)
+def test_model_requests_need_a_session(agent, credential, tiny_model):
+    client = connect(agent, credential, session=False)
     try:
         sha = client.push_model(tiny_model).sha256  # the store is the device's, not a session's
         with pytest.raises(RemoteError) as error:
@@ -92,8 +92,8 @@ def test_a_benchmark_runs_on_inputs_the_host_sends(device, tiny_model):
     assert error.value.code == Err.BAD_REQUEST
 
 
-def test_a_session_asks_for_a_runtime_the_device_has(agent, secret):
-    client = connect(agent, secret, session=False)
+def test_a_session_asks_for_a_runtime_the_device_has(agent, credential):
+    client = connect(agent, credential, session=False)
     try:
         with pytest.raises(RemoteError) as error:
             client.open_session("tensorflow")
@@ -118,10 +118,10 @@ def _tiny_mnn_model(path) -> None:
 
 
 @pytest.mark.skipif(importlib.util.find_spec("MNN") is None, reason="MNN is not installed")
-def test_an_mnn_session_runs_an_mnn_model(agent, secret, tmp_path):
+def test_an_mnn_session_runs_an_mnn_model(agent, credential, tmp_path):
     path = tmp_path / "tiny.mnn"
     _tiny_mnn_model(path)
-    client = connect(agent, secret, runtime="mnn")
+    client = connect(agent, credential, runtime="mnn")
     try:
         sha = client.push_model(path).sha256
         loaded = client.load_model(sha, name="tiny.mnn")

@@ -69,8 +69,8 @@ def test_symbolic_links_that_point_out_are_refused(device, agent, tmp_path):
     assert device.get_file("inner-link") == b"inside"
 
 
-def test_one_session_cannot_reach_another_sessions_files(agent, secret):
-    first, second = connect(agent, secret), connect(agent, secret)
+def test_one_session_cannot_reach_another_sessions_files(agent, credential):
+    first, second = connect(agent, credential), connect(agent, credential)
     try:
         first.put_file("mine.txt", b"first's")
         with pytest.raises(RemoteError) as error:
@@ -88,8 +88,8 @@ def test_one_session_cannot_reach_another_sessions_files(agent, secret):
         second.close()
 
 
-def test_a_session_folder_goes_away_with_its_connection(agent, secret):
-    client = connect(agent, secret)
+def test_a_session_folder_goes_away_with_its_connection(agent, credential):
+    client = connect(agent, credential)
     client.put_file("x", b"1")
     folder = agent.data_dir / "sessions" / client.session_id
     assert folder.is_dir()
