@@ -3,8 +3,10 @@
 ``WORKBENCH_DEVICE_AGENT_COMMAND`` names the agent: a command line with the placeholders
 ``{port}`` and ``{data_dir}`` (for example ``./my-agent --listen 127.0.0.1:{port} --state
 {data_dir}``). The default is the Python agent. The agent must listen on 127.0.0.1 at that port
-(or print ``Listening on HOST:PORT``) and print ``Pairing code: NNNNNN`` on its standard output
-whenever its code changes (docs/device-protocol.md, section 12).
+(or print ``Listening on HOST:PORT``), print ``Certificate: SHA256:...`` and print ``Pairing
+code: NNNNNN`` on its standard output whenever its code changes (docs/device-protocol.md,
+section 12). It is restarted on the same data folder to check that its certificate and its
+pins last.
 """
 
 from __future__ import annotations
@@ -20,16 +22,18 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, Tuple
 
 import pytest
 
 from .frames import Link
+from .pairing import Identity, make_identity
 
 DEFAULT_COMMAND = (f"{shlex.quote(sys.executable)} -m workbench_device.agent --port {{port}} "
                    "--data-dir {data_dir} --no-mdns")
 CODE_LINE = re.compile(r"Pairing code: (\d{6})\s*$")
 LISTEN_LINE = re.compile(r"Listening on (\S+):(\d+)\s*$")
+CERTIFICATE_LINE = re.compile(r"Certificate: (SHA256:[0-9a-f]{4}(?::[0-9a-f]{4}){7})\s*$")
 START_TIMEOUT_S = 30.0
 
 
@@ -40,29 +44,38 @@ def _free_port() -> int:
 
 
 class AgentProcess:
-    """An agent process, its port and the pairing codes it printed."""
+    """An agent process, its port, the certificate line and the pairing codes it printed."""
 
     def __init__(self, folder: Path):
+        self.folder = folder
         self.data_dir = folder / "data"
         self.data_dir.mkdir(parents=True)
+        self.process: Optional[subprocess.Popen] = None
+        self._launch()
+
+    def _launch(self) -> None:
         self.port = _free_port()
         template = os.environ.get("WORKBENCH_DEVICE_AGENT_COMMAND") or DEFAULT_COMMAND
         argv = [part.format(port=self.port, data_dir=str(self.data_dir))
                 for part in shlex.split(template)]
-        self._stderr = open(folder / "agent-stderr.txt", "wb")
+        self._stderr = open(self.folder / "agent-stderr.txt", "ab")
         self.process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self._stderr,
                                         stdin=subprocess.DEVNULL, text=True)
         self.codes: List[str] = []
+        self.certificate_line: Optional[str] = None
         self._new_code = threading.Condition()
         self._listening: "queue.Queue[int]" = queue.Queue()
-        threading.Thread(target=self._read_output, daemon=True).start()
+        threading.Thread(target=self._read_output, args=(self.process,), daemon=True).start()
         self._wait_until_serving()
 
-    def _read_output(self) -> None:
-        for line in self.process.stdout:
+    def _read_output(self, process: subprocess.Popen) -> None:
+        for line in process.stdout:
             listening = LISTEN_LINE.search(line)
             if listening and listening.group(1) in ("127.0.0.1", "localhost"):
                 self._listening.put(int(listening.group(2)))
+            certificate = CERTIFICATE_LINE.search(line)
+            if certificate:
+                self.certificate_line = certificate.group(1)
             code = CODE_LINE.search(line)
             if code:
                 with self._new_code:
@@ -104,24 +117,26 @@ class AgentProcess:
                 self._new_code.wait(left)
             return self.codes[-1]
 
-    def link(self, timeout: float = 20.0, source: Optional[str] = None) -> Link:
-        """A new connection; ``source`` is the local address it comes from."""
-        return Link(self.port, timeout=timeout, source=source)
+    def link(self, identity: Optional[Identity] = None, timeout: float = 20.0,
+             source: Optional[str] = None, pin: Optional[str] = None) -> Link:
+        """A new TLS connection, with ``identity``'s certificate (none when None); ``source`` is
+        the local address it comes from."""
+        return Link(self.port, identity, timeout=timeout, source=source, pin=pin)
 
-    def pair(self, host_id: str) -> str:
-        """Pair ``host_id`` with the code the agent printed; the secret."""
-        link = self.link()
+    def pair(self, identity: Identity, host_id: str) -> str:
+        """Pair ``identity`` as ``host_id`` with the code the agent printed; the agent's
+        certificate fingerprint, the host's pin."""
+        link = self.link(identity=None)
         try:
-            link.hello(host_id)
             old = self.code
-            secret = link.ok("pair", host_id=host_id, host_name="conformance", code=old)["secret"]
+            link.pair(identity, host_id, old)
             self.wait_for_new_code(old)
-            return secret
+            return link.agent_fingerprint
         finally:
             link.close()
 
     def stop(self) -> None:
-        if self.process.poll() is None:
+        if self.process is not None and self.process.poll() is None:
             self.process.terminate()
             try:
                 self.process.wait(timeout=15)
@@ -129,6 +144,11 @@ class AgentProcess:
                 self.process.kill()
                 self.process.wait()
         self._stderr.close()
+
+    def restart(self) -> None:
+        """Stop the agent and start it again on the same data folder (on a new port)."""
+        self.stop()
+        self._launch()
 
 
 @pytest.fixture(scope="session")
@@ -149,29 +169,38 @@ def start_agent(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def make_host(tmp_path_factory) -> Callable[..., Identity]:
+    """``make_host(name) -> Identity``: a new host key pair and self-signed certificate."""
+    folder = tmp_path_factory.mktemp("hosts")
+    return lambda name="host", **dates: make_identity(
+        folder / secrets.token_hex(4), name, **dates)
+
+
+@pytest.fixture(scope="session")
 def agent(start_agent) -> AgentProcess:
     """The agent most tests share (each test uses its own connections and data)."""
     return start_agent()
 
 
 @pytest.fixture(scope="session")
-def host(agent):
-    """(host_id, secret) of a host paired with ``agent``."""
+def host(agent, make_host) -> Tuple[str, Identity, str]:
+    """(host_id, identity, pin) of a host paired with ``agent``."""
     host_id = "conformance-" + secrets.token_hex(4)
-    return host_id, agent.pair(host_id)
+    identity = make_host("conformance")
+    return host_id, identity, agent.pair(identity, host_id)
 
 
 @pytest.fixture
 def connect(agent, host) -> Callable[..., Link]:
-    """``connect(session=True) -> Link``: an authenticated connection (with a session), closed
-    after the test."""
+    """``connect(session=True) -> Link``: a connection with the paired host's certificate, which
+    is authenticated from its first frame (with a session), closed after the test."""
     links: List[Link] = []
 
     def open_link(session: bool = True, runtime: Optional[str] = None) -> Link:
-        link = agent.link()
+        link = agent.link(identity=host[1], pin=host[2])
         links.append(link)
-        link.hello(host[0])
-        link.authenticate(*host)
+        hello = link.hello()
+        assert hello["paired"] is True and hello["auth"] == "certificate", hello
         if session:
             fields = {"runtime": runtime} if runtime else {}
             link.ok("session.open", **fields)

@@ -1,32 +1,36 @@
 """A minimal host side of the device debug link, written from docs/device-protocol.md alone.
 
 It deliberately shares no code with ``workbench_device``: when the document and an agent
-disagree, these tests fail, whichever of the two is wrong.
+disagree, these tests fail, whichever of the two is wrong. Frames travel inside TLS 1.3
+(section 1); ``send_clear`` writes bytes past TLS, on the bare TCP stream.
 """
 
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
-import secrets
 import socket
+import ssl
 import struct
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 
+from .pairing import MESSAGE_BYTES, HostExchange, Identity, fingerprint
+
 # Section 2: magic, version, flags, reserved, header_len (u32), payload_len (u64), big-endian.
 PREFIX = struct.Struct(">4sBBHIQ")
 MAGIC = b"WBDL"
-VERSION = 1
+VERSION = 2
+# Section 13: the version of the clear-text frames of protocol 1.
+CLEAR_TEXT_VERSION = 1
 MAX_HEADER = 64 * 1024
 # Section 8: every agent takes push.chunk payloads this large; hello.ok's max_chunk may say more.
 BASE_CHUNK = 4 * 1024 * 1024
 BEFORE_AUTH_PAYLOAD = 64 * 1024
 ERROR_CODES = {"bad_frame", "too_large", "unknown_type", "not_authenticated", "pairing_locked",
-               "bad_code", "auth_failed", "not_found", "bad_request", "sandbox", "runtime", "busy",
-               "internal", "unsupported_version"}
+               "bad_code", "not_found", "bad_request", "sandbox", "runtime", "busy", "internal",
+               "unsupported_version"}
 # Section 7: the dtypes a tensor may have, and their sizes.
 ITEMSIZE = {"float16": 2, "float32": 4, "float64": 8, "int8": 1, "uint8": 1, "int16": 2,
             "uint16": 2, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "bool": 1}
@@ -39,10 +43,10 @@ def prefix(header_len: int, payload_len: int, magic: bytes = MAGIC,
     return PREFIX.pack(magic, version, 0, 0, header_len, payload_len)
 
 
-def encode(header: Dict[str, Any], payload: bytes = b"") -> bytes:
+def encode(header: Dict[str, Any], payload: bytes = b"", version: int = VERSION) -> bytes:
     """One whole frame."""
     head = json.dumps(header, separators=(",", ":")).encode("utf-8")
-    return prefix(len(head), len(payload)) + head + bytes(payload)
+    return prefix(len(head), len(payload), version=version) + head + bytes(payload)
 
 
 def raw_frame(header_text: bytes, payload: bytes = b"") -> bytes:
@@ -77,22 +81,74 @@ class AgentError(Exception):
         self.code = header.get("code")
 
 
-class Link:
-    """One TCP connection to the agent, frames in and out, nothing else."""
+def tls_context(identity: Optional[Identity] = None,
+                version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_3) -> ssl.SSLContext:
+    """Section 1: a TLS client of ``version`` only, offering ``identity``'s certificate when
+    given, and checking the agent's certificate by its pin rather than by any CA."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version = context.maximum_version = version
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    if identity is not None:
+        context.load_cert_chain(str(identity.pem))
+    return context
 
-    def __init__(self, port: int, host: str = "127.0.0.1", timeout: float = 20.0,
-                 source: Optional[str] = None):
-        self.sock = socket.create_connection((host, port), timeout=timeout,
-                                             source_address=(source, 0) if source else None)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+def tcp_connection(port: int, host: str = "127.0.0.1", timeout: float = 20.0,
+                   source: Optional[str] = None) -> socket.socket:
+    sock = socket.create_connection((host, port), timeout=timeout,
+                                    source_address=(source, 0) if source else None)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
+
+
+def read_clear_frame(sock: socket.socket) -> Optional[Frame]:
+    """One clear-text frame of protocol 1 from ``sock`` (section 13), None when it closed first."""
+    data = b""
+    while len(data) < PREFIX.size or len(data) < PREFIX.size + PREFIX.unpack(
+            data[:PREFIX.size])[4]:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return None
+        data += chunk
+    magic, version, flags, reserved, header_len, payload_len = PREFIX.unpack(data[:PREFIX.size])
+    assert (magic, version, flags, reserved, payload_len) == (MAGIC, CLEAR_TEXT_VERSION, 0, 0, 0), \
+        data[:PREFIX.size]
+    return parse_header(data[PREFIX.size:PREFIX.size + header_len]), b""
+
+
+class Link:
+    """One TLS connection to the agent (with ``identity``'s certificate, or none), frames in and
+    out, nothing else. The handshake is done when it is made; ``pin`` (a fingerprint) is checked
+    against the agent's certificate right after it, before any frame (section 1)."""
+
+    def __init__(self, port: int, identity: Optional[Identity] = None, host: str = "127.0.0.1",
+                 timeout: float = 20.0, source: Optional[str] = None,
+                 pin: Optional[str] = None):
+        raw = tcp_connection(port, host, timeout, source)
+        try:
+            self.sock = tls_context(identity).wrap_socket(raw)
+        except BaseException:
+            raw.close()
+            raise
+        self.identity = identity
+        self.agent_certificate = self.sock.getpeercert(binary_form=True)
+        self.agent_fingerprint = fingerprint(self.agent_certificate)
+        assert self.sock.version() == "TLSv1.3", self.sock.version()
+        if pin is not None:
+            assert self.agent_fingerprint == pin, "the agent's certificate is not the pinned one"
         self.next_id = 1
         self.logs: List[Dict[str, Any]] = []
-        self.nonce: Optional[str] = None
 
     # --- bytes ---
 
     def send_raw(self, data: bytes) -> None:
+        """Bytes inside TLS."""
         self.sock.sendall(data)
+
+    def send_clear(self, data: bytes) -> None:
+        """Bytes on the bare TCP stream, past TLS."""
+        socket.socket.sendall(self.sock, data)
 
     def _exact(self, n: int) -> Optional[bytes]:
         chunks, got = [], 0
@@ -125,8 +181,17 @@ class Link:
         """True when the agent closed the connection (nothing but the end left to read)."""
         try:
             return self.sock.recv(1) == b""
-        except ConnectionResetError:
+        except (ConnectionResetError, ssl.SSLEOFError, ssl.SSLZeroReturnError):
             return True
+
+    def refused_by_agent(self) -> ssl.SSLError:
+        """The TLS alert the agent ends the connection with (the connection's first read), for
+        a certificate it does not pin or bytes that break TLS."""
+        try:
+            data = self.sock.recv(1)
+        except ssl.SSLError as alert:
+            return alert
+        raise AssertionError(f"the agent answered {data!r} instead of a TLS alert")
 
     def close(self) -> None:
         try:
@@ -183,43 +248,58 @@ class Link:
         check_error(header)
         return header
 
-    # --- the handshake (section 5) ---
+    # --- the handshake and pairing (sections 5 and 6) ---
 
-    def hello(self, host_id: Optional[str] = None) -> Dict[str, Any]:
-        fields: Dict[str, Any] = {"client": "conformance-suite/1", "protocol": VERSION}
-        if host_id is not None:
-            fields["host_id"] = host_id
-        reply = self.ok("hello", **fields)
-        self.nonce = reply["nonce"]
+    def hello(self) -> Dict[str, Any]:
+        reply = self.ok("hello", client="conformance-suite/2", versions=[VERSION])
+        assert reply["protocol"] == VERSION and VERSION in reply["versions"], reply
+        # Section 6: the agent names the certificate this connection got.
+        assert reply["cert_fingerprint"] == self.agent_fingerprint, reply
         return reply
 
-    def authenticate(self, host_id: str, secret: str) -> Dict[str, Any]:
-        host_nonce = secrets.token_hex(32)
-        reply = self.ok("auth", host_id=host_id, host_nonce=host_nonce,
-                        proof=proof(secret, self.nonce, host_nonce))
-        assert hmac.compare_digest(reply["proof_agent"], proof(secret, host_nonce, self.nonce))
+    def begin_pairing(self, identity: Identity, host_id: str, code: str,
+                      exchange: Optional[HostExchange] = None, cert: Optional[bytes] = None,
+                      host_fingerprint: Optional[str] = None,
+                      agent_fingerprint: Optional[str] = None) -> HostExchange:
+        """``pair.begin`` for ``identity``'s certificate with ``code``; the exchange, finished
+        with the agent's message and the fingerprints as this host sees them (or as given: what
+        a host behind a relay, or one that claims another certificate, would compute).
+        AgentError when the agent refuses."""
+        exchange = exchange or HostExchange(code)
+        cert = identity.cert_der if cert is None else cert
+        reply = self.ok("pair.begin", host_id=host_id, host_name="conformance suite",
+                        cert=cert.hex(), pake=exchange.message.hex())
+        assert reply["cert_fingerprint"] == self.agent_fingerprint, \
+            "pair.begin.ok names another certificate than this connection got (section 5)"
+        agent_message = bytes.fromhex(reply["pake"])
+        assert len(agent_message) == MESSAGE_BYTES and agent_message[:1] == b"B", reply["pake"]
+        exchange.finish(agent_message, host_id,
+                        agent_fingerprint or self.agent_fingerprint,
+                        host_fingerprint or identity.fingerprint)
+        return exchange
+
+    def pair(self, identity: Identity, host_id: str, code: str) -> Dict[str, Any]:
+        """Pair ``identity`` as section 5 says; ``pair.finish.ok``, whose confirmation is
+        checked."""
+        exchange = self.begin_pairing(identity, host_id, code)
+        reply = self.ok("pair.finish", confirm=exchange.expected["host"])
+        assert reply["confirm"] == exchange.expected["agent"], \
+            "the agent's confirmation is not what section 5 gives"
         return reply
+
+    def guess(self, identity: Identity, host_id: str, code: str) -> Dict[str, Any]:
+        """Pair ``identity`` with ``code``; the reply to whichever request failed, or
+        ``pair.finish.ok``."""
+        try:
+            exchange = self.begin_pairing(identity, host_id, code)
+        except AgentError as refused:
+            return refused.header
+        return self.send_and_reply("pair.finish", confirm=exchange.expected["host"])
 
 
 def check_error(header: Dict[str, Any]) -> None:
     assert header["code"] in ERROR_CODES, header
     assert isinstance(header["message"], str) and header["message"], header
-
-
-def proof(secret_hex: str, first_hex: str, second_hex: str) -> str:
-    """hex(HMAC-SHA256(bytes(secret), bytes(first) + bytes(second)))."""
-    return hmac.new(bytes.fromhex(secret_hex), bytes.fromhex(first_hex) + bytes.fromhex(second_hex),
-                    hashlib.sha256).hexdigest()
-
-
-def is_hex(value: Any, length: Optional[int] = None) -> bool:
-    if not isinstance(value, str) or (length is not None and len(value) != length):
-        return False
-    try:
-        bytes.fromhex(value)
-    except ValueError:
-        return False
-    return True
 
 
 # --- tensors (section 7) ---

@@ -1,5 +1,6 @@
-"""Frames byte by byte, replies and their ids, what is served before authentication, and bytes
-that are no frame: each closes its own connection and nothing else (sections 2 to 4)."""
+"""Frames byte by byte (inside TLS), replies and their ids, what is served before
+authentication, and bytes that are no frame: each closes its own connection and nothing else
+(sections 2 to 4)."""
 
 from __future__ import annotations
 
@@ -13,74 +14,85 @@ from .frames import (
     BASE_CHUNK,
     BEFORE_AUTH_PAYLOAD,
     MAX_HEADER,
+    VERSION,
     encode,
-    is_hex,
     prefix,
     raw_frame,
+    tcp_connection,
 )
 
 # The hello frame of section 2, as printed there.
 DOCUMENTED_HELLO = bytes.fromhex(
-    "57 42 44 4c 01 00 00 00 00 00 00 3b 00 00 00 00"
+    "57 42 44 4c 02 00 00 00 00 00 00 3b 00 00 00 00"
     "00 00 00 00 7b 22 74 79 70 65 22 3a 22 68 65 6c"
     "6c 6f 22 2c 22 69 64 22 3a 31 2c 22 63 6c 69 65"
     "6e 74 22 3a 22 65 78 61 6d 70 6c 65 2f 31 2e 30"
-    "22 2c 22 70 72 6f 74 6f 63 6f 6c 22 3a 31 7d")
+    "22 2c 22 70 72 6f 74 6f 63 6f 6c 22 3a 32 7d")
 
 
 def test_the_documented_hello_frame_is_what_the_encoding_rules_give():
-    header = {"type": "hello", "id": 1, "client": "example/1.0", "protocol": 1}
+    header = {"type": "hello", "id": 1, "client": "example/1.0", "protocol": 2}
     assert encode(header) == DOCUMENTED_HELLO and len(DOCUMENTED_HELLO) == 79
 
 
 def test_hello_is_served_before_authentication_with_every_field(agent):
-    link = agent.link()
+    link = agent.link()  # no certificate: not authenticated
     try:
         link.send_raw(DOCUMENTED_HELLO)
         header, payload = link.reply(1)
         assert header["type"] == "hello.ok" and payload == b""
         assert isinstance(header["agent"], str) and header["agent"]
-        assert header["protocol"] == 1 and header["versions"] == [1]
+        assert header["protocol"] == VERSION and header["versions"] == [VERSION]
         assert isinstance(header["name"], str) and isinstance(header["device_id"], str)
         assert header["device_id"]
         assert header["paired"] is False and header["auth"] == "pairing"
-        assert is_hex(header["nonce"], 64)
+        assert header["cert_fingerprint"] == link.agent_fingerprint
+        assert "nonce" not in header  # version 1's challenge is gone
         again = link.hello()
-        assert again["nonce"] != header["nonce"]  # a fresh nonce for every hello
         assert again["device_id"] == header["device_id"]
     finally:
         link.close()
 
 
+def test_hello_on_a_pinned_certificate_says_paired(connect):
+    link = connect(session=False)  # the fixture checked paired and auth "certificate"
+    assert link.hello()["paired"] is True
+
+
 @pytest.mark.parametrize("fields", [
-    {},                                # a host from before versions were negotiated
-    {"protocol": 1},
+    {"protocol": 2},
     {"protocol": 4},                   # speaks 1 to 4
-    {"versions": [1]},
-    {"versions": [5, 1, 3]},
-    {"versions": [1], "protocol": 9},  # the list wins over 'protocol'
+    {"versions": [2]},
+    {"versions": [5, 2, 3]},
+    {"versions": [2], "protocol": 9},  # the list wins over 'protocol'
 ])
 def test_hello_answers_a_version_both_ends_speak(agent, fields):
     link = agent.link()
     try:
         reply = link.ok("hello", **fields)
-        offered = fields.get("versions") or range(1, fields.get("protocol", 1) + 1)
-        assert 1 in reply["versions"] and is_hex(reply["nonce"], 64)
+        offered = fields.get("versions") or range(1, fields["protocol"] + 1)
+        assert VERSION in reply["versions"]
         assert reply["protocol"] == max(set(offered) & set(reply["versions"]))
     finally:
         link.close()
 
 
-def test_a_hello_with_no_version_in_common_gets_unsupported_version(agent):
+@pytest.mark.parametrize("fields", [
+    {},                    # a host from before versions were negotiated: version 1
+    {"protocol": 1},
+    {"versions": [1]},
+    {"client": "from-the-future/9", "versions": [7, 8]},
+])
+def test_a_hello_with_no_version_in_common_gets_unsupported_version(agent, fields):
     link = agent.link()
     try:
-        error = link.error("hello", client="from-the-future/9", versions=[7, 8])
+        error = link.error("hello", **fields)
         assert error["code"] == "unsupported_version" and error["id"] == link.next_id - 1
-        assert 1 in error["versions"] and "1" in error["message"]
-        for fields in ({"versions": []}, {"versions": ["1"]}, {"versions": 1},
-                       {"protocol": 0}, {"protocol": "1"}):
-            assert link.error("hello", **fields)["code"] == "bad_request", fields
-        assert link.hello()["protocol"] == 1  # the connection goes on
+        assert VERSION in error["versions"] and str(VERSION) in error["message"]
+        for bad in ({"versions": []}, {"versions": ["2"]}, {"versions": 2},
+                    {"protocol": 0}, {"protocol": "2"}):
+            assert link.error("hello", **bad)["code"] == "bad_request", bad
+        assert link.hello()["protocol"] == VERSION  # the connection goes on
     finally:
         link.close()
 
@@ -88,8 +100,10 @@ def test_a_hello_with_no_version_in_common_gets_unsupported_version(agent):
 def test_replies_come_in_order_with_their_requests_ids(agent):
     link = agent.link()
     try:
-        frames = b"".join(encode({"type": "hello", "id": i}) for i in (17, 3, 2 ** 40))
-        link.send_raw(frames + encode({"type": "hello"}) + encode({"type": "hello", "id": None}))
+        frames = b"".join(encode({"type": "hello", "id": i, "versions": [VERSION]})
+                          for i in (17, 3, 2 ** 40))
+        link.send_raw(frames + encode({"type": "hello", "versions": [VERSION]})
+                      + encode({"type": "hello", "id": None, "versions": [VERSION]}))
         for expected in (17, 3, 2 ** 40, None, None):
             header, _ = link.reply(expected)
             assert header["type"] == "hello.ok"
@@ -105,8 +119,10 @@ def test_replies_come_in_order_with_their_requests_ids(agent):
     ("model.run", {"model": "m1", "tensors": []}), ("model.bench", {"model": "m1"}),
     ("file.put", {"path": "x", "size": 0}), ("file.get", {"path": "x"}),
     ("script.run", {"path": "x.py"}), ("logs.subscribe", {}), ("no.such.message", {}),
+    ("auth", {"host_id": "h", "host_nonce": "ab" * 32, "proof": "cd" * 32}),  # version 1's
+    ("pair", {"host_id": "h", "code": "123456"}),
 ])
-def test_only_hello_pair_auth_and_close_are_served_before_authentication(agent, kind, fields):
+def test_only_hello_pairing_and_close_are_served_without_a_certificate(agent, kind, fields):
     link = agent.link()
     try:
         assert link.error(kind, b"tiny", **fields)["code"] == "not_authenticated"
@@ -115,6 +131,14 @@ def test_only_hello_pair_auth_and_close_are_served_before_authentication(agent, 
         assert link.closed_by_agent()
     finally:
         link.close()
+
+
+def test_version_1_handshake_messages_are_unknown_to_an_authenticated_connection(connect):
+    link = connect(session=False)
+    assert link.error("auth", host_id="h", host_nonce="ab" * 32,
+                      proof="cd" * 32)["code"] == "unknown_type"
+    assert link.error("pair", host_id="h", code="123456")["code"] == "unknown_type"
+    assert link.ok("info")["device_id"]
 
 
 def test_a_large_payload_before_authentication_closes_the_connection_unread(agent):
@@ -132,7 +156,9 @@ def test_a_large_payload_before_authentication_closes_the_connection_unread(agen
 
 MALFORMED = {
     "bad magic": (b"NOPE" + DOCUMENTED_HELLO[4:], "bad_frame"),
-    "another version": (DOCUMENTED_HELLO[:4] + bytes([2]) + DOCUMENTED_HELLO[5:], "bad_frame"),
+    "version 1 inside TLS": (DOCUMENTED_HELLO[:4] + bytes([1]) + DOCUMENTED_HELLO[5:],
+                             "bad_frame"),
+    "version 3": (DOCUMENTED_HELLO[:4] + bytes([3]) + DOCUMENTED_HELLO[5:], "bad_frame"),
     "header over 64 KiB": (prefix(MAX_HEADER + 1, 0) + b"{" * 100, "too_large"),
     "payload over 1 GiB": (prefix(2, (1 << 30) + 1) + b"{}", "too_large"),
     "header not JSON": (prefix(9, 0) + b"not json!", "bad_frame"),
@@ -233,9 +259,13 @@ def test_close_is_answered_and_then_the_connection_ends(connect):
 
 def test_many_garbage_connections_leave_the_agent_serving(agent, connect):
     working = connect()
-    for _ in range(20):
-        bad = agent.link()
-        bad.send_raw(b"\x00" * 64)
+    for number in range(20):
+        if number % 2:  # garbage where the TLS handshake should be
+            bad = tcp_connection(agent.port)
+            bad.sendall(b"\x00" * 64)
+        else:  # garbage inside TLS
+            bad = agent.link()
+            bad.send_raw(b"\x00" * 64)
         bad.close()
     assert working.ok("info")["session_id"]
     fresh = connect()
