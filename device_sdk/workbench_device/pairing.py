@@ -6,9 +6,9 @@ The code works like Android's wireless-debugging code: whoever can read the agen
 pair. It never crosses the network: it is the password of a PAKE (``pake.py``), and a wrong code
 shows as a host confirmation that does not match. Five wrong codes in a row from one address lock pairing for that address for a minute, so
 one guesser cannot lock the owner out; twenty wrong codes within a minute from all addresses
-together lock it for everyone for ten minutes, so many addresses guessing at once cannot go
-faster than a few codes a minute either, and guessing a code takes months. A successful pairing
-replaces the code.
+together lock it for everyone for ten minutes, so many addresses guessing at once get no more
+than 19 codes a minute without locking everyone out: half the codes take about 18 days, every
+wrong one is in the agent's log, and a successful pairing replaces the code.
 """
 
 from __future__ import annotations

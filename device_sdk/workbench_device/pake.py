@@ -30,6 +30,9 @@ import hmac
 from typing import Any, Optional
 
 CONTEXT = b"workbench-device pairing v2"
+# A side byte and a compressed Ed25519 point. The spake2 package decodes shorter input too (and
+# ``A\x01`` as the identity point, which its own check would refuse), so the length is checked.
+MESSAGE_BYTES = 33
 HOST_IDENTITY = b"workbench-host"
 AGENT_IDENTITY = b"workbench-device-agent"
 HOST_CONFIRM_INFO = CONTEXT + b" host confirm"
@@ -81,6 +84,9 @@ class PairingExchange:
                host_fingerprint: str) -> None:
         """Take the other side's message and the fingerprints as this side sees them.
         PakeError when the message is no SPAKE2 message of the other side."""
+        if len(peer_message) != MESSAGE_BYTES:
+            raise PakeError(f"the pairing message must be {MESSAGE_BYTES} bytes, not "
+                            f"{len(peer_message)}")
         try:
             key = self._spake.finish(bytes(peer_message))
         except Exception as exc:  # spake2 raises its own errors and ValueError for bad points
