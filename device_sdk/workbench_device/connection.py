@@ -186,7 +186,7 @@ class AgentConnection:
             return False
         self.host_id = host_of(self.agent.paired_hosts, tls_sock)
         if self.host_id is not None:
-            log.info("host %s connected from %s (its pinned certificate)", self.host_id,
+            log.info("host %s authenticated from %s by its pinned certificate", self.host_id,
                      self.peer)
         return True
 
