@@ -4,6 +4,7 @@ without one may only say hello and pair."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import stat
@@ -158,13 +159,45 @@ def test_a_malformed_pair_begin_is_a_bad_request_and_no_guess(agent):
         for change in ({"host_id": None}, {"host_id": ""}, {"host_id": "h" * 201},
                        {"cert": None}, {"cert": "not hex"}, {"cert": "30" * 40},
                        {"pake": None}, {"pake": "zz"}, {"pake": "00" * 33},
-                       {"pake": "41" + "ff" * 32}):
+                       {"pake": "41" + "ff" * 32}, {"pake": "4101"}, {"pake": "41" + "ab" * 16}):
             reply = hand.request({**good, **change})
             assert reply["type"] == "error" and reply["code"] == Err.BAD_REQUEST, change
             # A refused begin leaves nothing to finish.
             assert hand.request({"type": "pair.finish", "confirm": "00" * 32})["code"] == \
                 Err.BAD_REQUEST
         assert hand.pair(_wrong(agent.pairing.code))["attempts_left"] == 4
+
+
+def _identity_valid(folder, not_before, not_after):
+    """A host identity whose certificate is valid only from ``not_before`` to ``not_after``."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "old laptop")])
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(not_before).not_valid_after(not_after)
+            .sign(key, hashes.SHA256()))
+    folder.mkdir(parents=True)
+    key_file, cert_file = folder / "link-key.pem", folder / "link-cert.pem"
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    os.chmod(key_file, 0o600)
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    return load_or_make_identity(folder, "unused")
+
+
+def test_a_pinned_certificate_is_not_judged_by_its_dates(agent, tmp_path):
+    # A board's clock may say any year: the pin is what counts, not the validity period.
+    expired = _identity_valid(tmp_path / "host", datetime.datetime(2001, 1, 1),
+                              datetime.datetime(2002, 1, 1))
+    credential = pair(agent, identity=expired)
+    with connect(agent, credential, session=False) as client:
+        assert client.hello_reply["paired"] is True and client.info()["name"] == agent.name
 
 
 def test_a_paired_host_pairing_again_replaces_its_certificate(agent):
