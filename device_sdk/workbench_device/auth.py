@@ -65,6 +65,7 @@ def upgrade(sock: socket.socket, context: ssl.SSLContext, timeout: float) -> ssl
                                      version=CLEAR_TEXT_VERSION))
         except OSError:
             answered = False
+        close_gently(sock)  # a reset could drop the answer before the old host reads it
         raise NotTLS("a clear-text frame (an older Workbench)", answered)
     if not start:
         raise NotTLS("closed before sending anything", False)
