@@ -50,7 +50,7 @@ def test_the_pair_dialog_with_the_right_code_pairs_and_lists_the_device(start_ag
     assert paired.args == ["Desk Phone"]
     assert not dialog.isVisible()
     [device] = PairedDevices().list()
-    assert device.device_id == phone.device_id and PairedDevices().secret(phone.device_id)
+    assert device.device_id == phone.device_id and PairedDevices().pin(phone.device_id)
     qtbot.waitUntil(lambda: (_row(panel, phone.address) or {}).get("paired") is True, timeout=TIMEOUT_MS)
     assert _row(panel, phone.address)["status"] == "online"
     assert not panel.banner.isVisible()
@@ -76,7 +76,7 @@ def test_a_wrong_code_in_the_pair_dialog_is_refused_and_nothing_is_stored(start_
     assert "refused the pairing code" in message and "4 attempts left" in message
     assert phone.address in message and "\n" not in message
     assert PairedDevices().list() == []
-    assert PairedDevices().secret(phone.device_id) is None
+    assert PairedDevices().pin(phone.device_id) is None
     assert not (_row(panel, phone.address) or {}).get("paired")
 
 

@@ -379,7 +379,9 @@ class DeviceLink:
         if self.target.via == "usb":  # the forwarded port changes; the paired entry keeps its own
             return
         known = self.devices.get(self.device_id)
-        if known is None:  # paired (the secret is there) but missing from devices.json
+        if known is None and self.devices.pin(self.device_id):
+            # Paired (its pin is kept) but missing from devices.json. A device forgotten while
+            # this link connected has no pin any more and stays forgotten.
             self.devices.remember(PairedDevice(self.name, self.device_id, self.target.host,
                                                self.target.port, last_seen=now_iso(),
                                                local=self.target.via == "local"))
