@@ -1,20 +1,35 @@
-"""``workbench device …`` as a user types it, each command in a new process: push, run, bench,
-list, and an agent killed in the middle of a run."""
+"""``workbench device …`` as a user types it, each command in a new process: pairing that names
+the certificate it pins, push, run, bench, list, a machine with no keyring, a device whose
+certificate changed, and an agent killed in the middle of a run."""
 
 from __future__ import annotations
 
 import json
+import os
+import ssl
+import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from .conftest import cli_env, run_cli, run_cli_json
+from workbench_device.tls import fingerprint, make_identity, short_fingerprint
+
+from .conftest import AgentProcess, cli_env, run_cli, run_cli_json
+
+NO_KEYRING = {"PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"}
+FALLBACK_NOTICE = "No OS keyring is usable here"
+
+
+def _agent_fingerprint(agent) -> str:
+    pem = (agent.data_dir / "link-cert.pem").read_text()
+    return fingerprint(ssl.PEM_cert_to_DER_cert(pem))
 
 
 @pytest.fixture
 def cli_paired_agent(start_agent):
-    """An agent the CLI paired with (its secret in the keyring the child processes share)."""
+    """An agent the CLI paired with (its pin in the keyring the child processes share)."""
     agent = start_agent(name="Shell Phone")
     done = run_cli("pair", agent.address, "--code", agent.code)
     assert done.returncode == 0, done.stderr
@@ -187,3 +202,81 @@ def test_info_gives_the_memory_in_the_binary_units_the_devices_panel_shows(cli_p
     [memory] = [line.split(None, 1)[1] for line in text.splitlines()
                 if line.strip().startswith("memory ")]
     assert memory == f"{reported / 2**30:.1f} GiB" == memory_text(reported)
+
+
+def test_pairing_names_the_certificate_it_pins_and_info_and_list_show_it(start_agent):
+    agent = start_agent(name="Pinned Phone")
+    expected = _agent_fingerprint(agent)
+
+    paired = run_cli("pair", agent.address, "--code", agent.code)
+    assert paired.returncode == 0, paired.stderr
+    assert (f"Its certificate {short_fingerprint(expected)} is pinned, kept in the OS keyring"
+            in paired.stdout)
+    assert FALLBACK_NOTICE not in paired.stderr  # a keyring is usable here
+
+    info = run_cli("info", "Pinned Phone")
+    assert f"  certificate {short_fingerprint(expected)}" in info.stdout.splitlines()
+    assert run_cli_json("info", agent.address)["cert_fingerprint"] == expected
+    [row] = run_cli_json("list", "--no-browse")["devices"]
+    assert row["pinned_fingerprint"] == expected
+
+    forgot = run_cli("forget", "Pinned Phone")
+    assert forgot.returncode == 0 and "and its pinned certificate" in forgot.stdout
+    assert run_cli_json("list", "--no-browse")["devices"] == []
+    again = run_cli("info", agent.address)
+    assert again.returncode == 1 and "workbench device pair" in again.stderr
+
+
+def test_without_a_keyring_pair_push_verify_and_bench_work_and_say_so_once(start_agent,
+                                                                           digits_onnx,
+                                                                           digits_npz):
+    agent = start_agent(name="Keyless Phone")
+    secrets_file = Path(os.environ["WORKBENCH_CONFIG_DIR"]) / "device-secrets.json"
+    model = str(digits_onnx)
+    done = [run_cli("pair", agent.address, "--code", agent.code, **NO_KEYRING),
+            run_cli("push", "Keyless Phone", model, **NO_KEYRING),
+            run_cli("verify", "Keyless Phone", model, "--npz", str(digits_npz), "--samples", "32",
+                    "--runs", "5", "--no-record", **NO_KEYRING),
+            run_cli("bench", agent.address, model, "--runs", "5", **NO_KEYRING)]
+
+    for command in done:
+        assert command.returncode == 0, command.stderr
+        assert "Traceback" not in command.stderr
+    assert f"kept in {secrets_file}." in done[0].stdout
+    assert "PASS" in done[2].stdout
+    notices = [line for command in done for line in command.stderr.splitlines()
+               if FALLBACK_NOTICE in line]
+    assert len(notices) == 1, notices
+    [notice] = notices
+    assert notice.startswith(FALLBACK_NOTICE) and str(secrets_file) in notice
+    assert notice in done[0].stderr.splitlines()  # said when the file was made: at pairing
+    assert stat.S_IMODE(secrets_file.stat().st_mode) == 0o600
+
+
+def test_a_changed_certificate_is_one_line_naming_the_device_and_how_to_pair_again(start_agent):
+    agent = start_agent(name="Swapped Phone")
+    assert run_cli("pair", agent.address, "--code", agent.code).returncode == 0
+    pinned = _agent_fingerprint(agent)
+    agent.stop()
+    make_identity(agent.data_dir / "link-cert.pem", agent.data_dir / "link-key.pem", "impostor")
+    restarted = AgentProcess(agent.data_dir, "Swapped Phone", False, "--port", str(agent.port))
+    try:
+        refused = run_cli("info", "Swapped Phone")
+        assert refused.returncode == 1 and refused.stdout == ""
+        [line] = refused.stderr.strip().splitlines()
+        assert line.startswith(f"workbench: The certificate of Swapped Phone ({agent.address}) "
+                               "has changed")
+        assert short_fingerprint(pinned) in line
+        assert short_fingerprint(_agent_fingerprint(restarted)) in line
+        assert 'workbench device forget "Swapped Phone"' in line
+        as_json = json.loads(run_cli("info", agent.address, "--json").stdout)
+        assert as_json["code"] == "certificate_changed" and "has changed" in as_json["error"]
+
+        # What the message says to do, when the agent was reset on purpose.
+        assert run_cli("forget", "Swapped Phone").returncode == 0
+        again = run_cli("pair", agent.address, "--code", restarted.code)
+        assert again.returncode == 0, again.stderr
+        assert short_fingerprint(_agent_fingerprint(restarted)) in again.stdout
+        assert run_cli("info", "Swapped Phone").returncode == 0
+    finally:
+        restarted.stop()

@@ -4,7 +4,9 @@ The commands call the same services as the Devices panel (discovery, PairedDevic
 DeviceLink, verify_model, serve_local), and the CLI kit (workbench.clikit) for the rest:
 errors are DeviceError, one line and exit status 1 (with ``--json``, stdout gets
 ``{"error": …, "code": …}`` too). Progress goes to stderr, results to stdout. Ctrl+C cancels
-(exit status 130); a cancelled push resumes where it stopped the next time.
+(exit status 130); a cancelled push resumes where it stopped the next time. A notice of the
+services (no OS keyring: the device keys went to a file instead) is one plain line on stderr,
+said once.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import logging
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -43,6 +46,45 @@ def device_group() -> None:
 
 # --- plumbing ---
 
+_said: set[str] = set()
+
+
+def _say_once(message: str) -> None:
+    """A notice for the user: one plain line on stderr, and never the same one twice."""
+    line = " ".join(str(message).split())
+    if line and line not in _said:
+        _said.add(line)
+        click.echo(line, err=True)
+
+
+class _WarningsOnce(logging.Handler):
+    """The warnings Workbench's modules log, said once each. The CLI sets up no logging, so
+    Python would print each on its own; the keyring fallback is logged twice (by the secret
+    store and by the device keys) besides reaching ``on_notice``, and would show three times."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            _say_once(record.getMessage())
+        except Exception:
+            self.handleError(record)
+
+
+def _hear_warnings() -> None:
+    logger = logging.getLogger("workbench")
+    if not any(isinstance(h, _WarningsOnce) for h in logger.handlers):
+        logger.addHandler(_WarningsOnce())
+
+
+def _devices():
+    """The paired devices, their notices said on stderr (once)."""
+    from workbench.device.paired import PairedDevices
+
+    return PairedDevices(on_notice=_say_once)
+
+
 def _command(function):
     """A device command, its errors and Ctrl+C as the CLI kit has them (an error's code in its
     JSON too). A command with a ``cancel`` parameter gets the token the first Ctrl+C cancels,
@@ -52,6 +94,7 @@ def _command(function):
 
     @functools.wraps(function)
     def run(*args, **kwargs):
+        _hear_warnings()
         with reported_errors(kwargs.get("as_json", False), error_fields=_error_code), \
                 CtrlC(interrupt_at=2 if takes_token else 1) as ctrl_c:
             if takes_token:
@@ -80,7 +123,7 @@ def _runtime_options(function):
 def _open(device: str, runtime: str = "onnxruntime", threads: int = 1):
     from workbench.device.link import DeviceLink
 
-    return DeviceLink.open(device, runtime=runtime, threads=threads)
+    return DeviceLink.open(device, devices=_devices(), runtime=runtime, threads=threads)
 
 
 def _when(iso: str) -> str:
@@ -124,9 +167,10 @@ def list_command(browse: bool, seconds: float, usb: bool, as_json: bool) -> None
     """List paired devices (online or not), this computer's agent, and devices seen on the LAN."""
     from workbench.device.discovery import device_overview
 
-    overview = device_overview(browse_lan=browse, seconds=seconds, usb=usb)
+    devices = _devices()
+    overview = device_overview(devices, browse_lan=browse, seconds=seconds, usb=usb)
     if as_json:
-        emit(overview, True, "")
+        emit(_with_pins(overview, devices), True, "")
         return
     rows = [[d["name"], d["address"], "yes" if d["paired"] else "no", d["status"],
              _when(d.get("last_seen") or ""), d.get("note") or ""] for d in overview["devices"]]
@@ -149,6 +193,20 @@ def list_command(browse: bool, seconds: float, usb: bool, as_json: bool) -> None
     click.echo("\n".join(lines))
 
 
+def _with_pins(overview: dict, devices) -> dict:
+    """The listing with each paired device's pinned certificate (``pinned_fingerprint``, hex);
+    a pin that cannot be read is left out (the listing's notes say why)."""
+    from workbench.device.errors import DeviceError
+
+    for row in overview["devices"]:
+        if row.get("paired"):
+            try:
+                row["pinned_fingerprint"] = devices.pin(row["device_id"])
+            except DeviceError:
+                row["pinned_fingerprint"] = None
+    return overview
+
+
 # --- pair / forget ---
 
 @device_group.command("pair", context_settings=_CONTEXT,
@@ -160,34 +218,40 @@ def list_command(browse: bool, seconds: float, usb: bool, as_json: bool) -> None
 def pair_command(device: str, code: str | None, as_json: bool) -> None:
     """Pair with DEVICE using the code its agent prints (once per device).
 
-    DEVICE is HOST:PORT, or a name the device announces on the LAN. The secret the device gives
-    is kept in the OS keyring; later commands need no code.
+    DEVICE is HOST:PORT, or a name the device announces on the LAN. The code confirms, over
+    TLS, that both ends see each other's certificate; the device's certificate is then pinned
+    (compare its fingerprint with the `Certificate:` line the agent prints). Later commands
+    need no code, and a device whose certificate changes is refused.
     """
     from workbench.device.errors import DeviceError
     from workbench.device.link import pair_device
+    from workbench_device.tls import short_fingerprint
 
     if not code:
         if not sys.stdin.isatty():
             raise DeviceError("give the code the agent prints with --code NNNNNN")
         code = click.prompt("Pairing code (the agent prints it)", err=True)
-    paired = pair_device(device, code)
-    emit(paired.to_json() | {"address": paired.address}, as_json,
-          f"Paired with {paired.name} at {paired.address} (device {paired.device_id[:12]}); its "
-          "secret is in the OS keyring.")
+    devices = _devices()
+    paired = pair_device(device, code, devices)
+    pin = devices.pin(paired.device_id) or ""
+    where = devices.keys.where()
+    emit(paired.to_json() | {"address": paired.address, "cert_fingerprint": pin,
+                             "keys": where}, as_json,
+          f"Paired with {paired.name} at {paired.address} (device {paired.device_id[:12]}). Its "
+          f"certificate {short_fingerprint(pin)} is pinned, kept in {where}.")
 
 
 @device_group.command("forget", context_settings=_CONTEXT,
-                      short_help='Forget a paired device and its secret.')
+                      short_help='Forget a paired device and its pinned certificate.')
 @click.argument("device")
 @_json_option
 @_command
 def forget_command(device: str, as_json: bool) -> None:
-    """Forget the paired DEVICE (its entry and its secret); pair again to use it."""
+    """Forget the paired DEVICE (its entry and its pinned certificate); pair again to use it."""
     from workbench.device.discovery import parse_address
     from workbench.device.errors import DeviceError
-    from workbench.device.paired import PairedDevices
 
-    devices = PairedDevices()
+    devices = _devices()
     address = parse_address(device)
     if address is not None:
         found = [d for d in devices.list() if (d.host, d.port) == address]
@@ -202,25 +266,29 @@ def forget_command(device: str, as_json: bool) -> None:
                           f"({', '.join(d.address for d in found)})")
     devices.forget(found[0].device_id)
     emit({"forgotten": found[0].to_json()}, as_json,
-          f"Forgot {found[0].name} at {found[0].address}.")
+          f"Forgot {found[0].name} at {found[0].address} and its pinned certificate; "
+          "pair again to use it.")
 
 
 # --- info ---
 
 @device_group.command("info", context_settings=_CONTEXT,
-                      short_help="Show a device's model, OS, CPU, memory and runtimes.")
+                      short_help="Show a device's model, OS, CPU, memory, runtimes and certificate.")
 @click.argument("device")
 @_json_option
 @_command
 def info_command(device: str, as_json: bool) -> None:
-    """Show what DEVICE is: model, OS, CPU, memory, runtimes and versions."""
+    """Show what DEVICE is: model, OS, CPU, memory, runtimes, versions, and the fingerprint
+    of its certificate (the one pinned when it was paired)."""
     from workbench.device.units import memory_text
+    from workbench_device.tls import short_fingerprint
 
     with _open(device) as link:
         info = link.info()
     cpu = info.get("cpu") or {}
     memory = info.get("memory_bytes")
     runtimes = ", ".join(f"{r.get('name')} {r.get('version')}" for r in info.get("runtimes") or [])
+    pin = info.get("cert_fingerprint")
     lines = [f"{info.get('name')} at {info['address']}",
              f"  device id   {info.get('device_id')}",
              f"  model       {info.get('model') or '-'}",
@@ -230,7 +298,8 @@ def info_command(device: str, as_json: bool) -> None:
              f"  runtimes    {runtimes or '-'}",
              f"  python      {info.get('python') or '-'}",
              f"  agent       {info.get('agent_version') or '-'}",
-             f"  sessions    {info.get('sessions', 0)} open"]
+             f"  sessions    {info.get('sessions', 0)} open",
+             f"  certificate {short_fingerprint(pin) if pin else '-'}"]
     emit(info, as_json, "\n".join(lines))
 
 
@@ -495,7 +564,7 @@ def serve_local_command(port: int, name: str | None, stop: bool, as_json: bool) 
               f"Stopped the local agent (pid {stopped.pid})." if stopped
               else "No local agent was running.")
         return
-    agent = serve_local(port=port, name=name)
+    agent = serve_local(port=port, name=name, devices=_devices())
     if agent.started:
         text = f"Started the local agent (pid {agent.pid}) at {agent.address}"
     else:

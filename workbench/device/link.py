@@ -337,6 +337,12 @@ class DeviceLink:
     def connected(self) -> bool:
         return self._client is not None
 
+    @property
+    def cert_fingerprint(self) -> str:
+        """The SHA-256 (hex) of the certificate the device presented on this connection, its
+        pin; empty while not connected."""
+        return self._client.peer_fingerprint if self._client is not None else ""
+
     def __repr__(self) -> str:
         return f"DeviceLink({self.name!r} at {self.address})"
 
@@ -443,10 +449,11 @@ class DeviceLink:
     # --- the device ---
 
     def info(self) -> dict:
-        """What the device says about itself (name, model, os, cpu, memory, runtimes…) and its
-        address."""
+        """What the device says about itself (name, model, os, cpu, memory, runtimes…), its
+        address and its certificate's fingerprint (``cert_fingerprint``)."""
         info = self._call("describe itself", DeviceClient.info)
         info["address"] = self.address
+        info["cert_fingerprint"] = self.cert_fingerprint
         return info
 
     def hello(self) -> dict:
