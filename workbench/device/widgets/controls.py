@@ -1,4 +1,5 @@
-"""The Devices panel's small widgets: the Pair dialog and the one-line error banner."""
+"""The Devices panel's small widgets: the Pair dialog, and the banners of an error and of a
+notice."""
 
 from __future__ import annotations
 
@@ -53,12 +54,19 @@ class PairDialog(QDialog):
             bool(self.address.text().strip()) and len(code) == 6 and code.isdigit())
 
 
-class Banner(QWidget):
-    """A one-line message across the top of the panel, closed by its ×."""
+# Background, border and text colours of each kind of banner.
+BANNER_COLORS = {"error": ("#fdecea", "#f1aeb5", "#611a15"),
+                 "notice": ("#fff8e1", "#ecd58f", "#4d3b00")}
 
-    def __init__(self, parent: QWidget | None = None):
+
+class Banner(QWidget):
+    """A one-line message across the top of the panel, closed by its ×: an "error" (what failed)
+    or a "notice" (what the user should know, no failure)."""
+
+    def __init__(self, parent: QWidget | None = None, kind: str = "error"):
         super().__init__(parent)
-        self.setObjectName("device-banner")
+        name = "device-banner" if kind == "error" else f"device-{kind}"
+        self.setObjectName(name)
         self.label = QLabel()
         self.label.setWordWrap(True)
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -70,8 +78,9 @@ class Banner(QWidget):
         row.setContentsMargins(8, 4, 4, 4)
         row.addWidget(self.label, 1)
         row.addWidget(close)
-        self.setStyleSheet("#device-banner { background: #fdecea; border: 1px solid #f1aeb5; }"
-                           "#device-banner QLabel { color: #611a15; }")
+        background, border, text = BANNER_COLORS[kind]
+        self.setStyleSheet(f"#{name} {{ background: {background}; border: 1px solid {border}; }}"
+                           f"#{name} QLabel {{ color: {text}; }}")
         self.setAttribute(Qt.WidgetAttribute.WA_StyledBackground, True)
         self.hide()
 

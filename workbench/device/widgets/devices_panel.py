@@ -3,7 +3,8 @@ Verify (on the number of samples and with the device runtime chosen; result tabl
 history by sha256) and the device's log.
 
 The panel only shows what its ``DeviceSession`` answers; every call runs off the GUI thread
-there. A failure is shown in the banner at the top as one line.
+there. A failure is shown in the banner at the top as one line; a notice (no OS keyring: where
+the device keys went) in a banner of its own above it, once, until closed.
 """
 
 from __future__ import annotations
@@ -47,6 +48,10 @@ DEFAULT_SAMPLES = 256  # verify_model's own default (that module imports NumPy, 
 MAX_SAMPLES = 10_000
 DEFAULT_RUNTIME = "onnxruntime"  # every agent has it
 PASS_COLOR, FAIL_COLOR = QColor("#1b7f3b"), QColor("#b3261e")
+OFF_COLOR = QColor("#777777")
+CERTIFICATE_CHANGED = "certificate changed"  # a device status (discovery's)
+REFUSED_STATUSES = (CERTIFICATE_CHANGED, "forgot this computer")
+CHANGED_NOTE = "select it for what to do"
 RESULT_HEADERS = ["Output", "Shape", "Max abs diff", "Mean abs diff", "Top-1 agreement", "Result"]
 LATENCY_HEADERS = ["", "p50 ms", "p90 ms", "p99 ms", "mean ms", "init ms"]
 HISTORY_HEADERS = ["When", "Device", "Runtime", "Samples", "Result", "Worst max abs diff", "Device p50 ms"]
@@ -94,7 +99,7 @@ def _clock(seconds) -> str:
 INFO_LABELS = {"name": "Name", "address": "Address", "model": "Model", "os": "OS", "cpu": "CPU",
                "memory_bytes": "Memory", "runtimes": "Runtimes", "python": "Python",
                "agent_version": "Agent version", "sessions": "Sessions open",
-               "device_id": "Device id"}
+               "device_id": "Device id", "cert_fingerprint": "Certificate"}
 
 
 def info_rows(info: dict) -> list[tuple[str, str]]:
@@ -107,12 +112,22 @@ def info_rows(info: dict) -> list[tuple[str, str]]:
             return memory_text(value)
         if key == "runtimes" and isinstance(value, list):
             return ", ".join(f"{r.get('name')} {r.get('version', '')}".strip() for r in value) or "none"
+        if key == "cert_fingerprint" and isinstance(value, str) and value:
+            from workbench_device.tls import short_fingerprint
+
+            return short_fingerprint(value)  # as the agent prints it: `Certificate: SHA256:…`
         return "–" if value is None else str(value)
 
     keys = [k for k in INFO_LABELS if k in info] + [k for k in info if k not in INFO_LABELS
                                                     and info[k] is not None]
     return [(INFO_LABELS.get(key, key.replace("_", " ").capitalize()), text(key, info[key]))
             for key in keys]
+
+
+def _status_color(status: str) -> QColor:
+    if status == "online":
+        return PASS_COLOR
+    return FAIL_COLOR if status in REFUSED_STATUSES else OFF_COLOR
 
 
 def _table(headers: list[str]) -> QTableWidget:
@@ -147,7 +162,9 @@ class DevicesPanel(QWidget):
         self._info_asked = False
         self._followed: tuple[str, str] | None = None
         """The device whose log is followed now: (HOST:PORT, name)."""
+        self._selected = ""  # the device selected when the selection last changed
 
+        self.notice = Banner(kind="notice")
         self.banner = Banner()
         self.status = ElidedLabel()
         self.status.setObjectName("device-status")
@@ -186,6 +203,8 @@ class DevicesPanel(QWidget):
                              (3, QHeaderView.ResizeMode.Stretch)):
             header.setSectionResizeMode(column, mode)
         self.devices.currentItemChanged.connect(lambda *_: self._selection_changed())
+        self.devices.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.devices.customContextMenuRequested.connect(self._device_menu)
 
         self.model_edit = QLineEdit()
         self.model_edit.setPlaceholderText("A model from the Models panel, or a file")
@@ -303,6 +322,7 @@ class DevicesPanel(QWidget):
         content = QWidget()
         content_layout = QVBoxLayout(content)
         content_layout.setContentsMargins(4, 4, 4, 2)
+        content_layout.addWidget(self.notice)
         content_layout.addWidget(self.banner)
         content_layout.addWidget(self.splitter, 1)
         content_layout.addWidget(self.status)
@@ -317,10 +337,13 @@ class DevicesPanel(QWidget):
         session.sig_devices_listed.connect(self.show_devices)
         session.sig_device_status_changed.connect(self.show_device_status)
         session.sig_error.connect(self.show_error)
+        session.sig_notice.connect(self.notice.show_message)
         session.sig_progress.connect(self.status.setText)
         session.sig_info.connect(self.show_device_info)
         session.sig_pushed.connect(self._pushed)
         session.sig_paired.connect(lambda name: self.status.setText(f"Paired with {name}"))
+        session.sig_forgotten.connect(lambda name: self.status.setText(
+            f"Forgot {name} and its pinned certificate: Pair… to use it again"))
         session.sig_verified.connect(self.show_verification)
         session.sig_history.connect(self.show_history)
         session.sig_log_line.connect(self._log_line)
@@ -343,11 +366,15 @@ class DevicesPanel(QWidget):
         for row in overview.get("devices", []):
             name = row["name"] + (" (this computer)" if row.get("local") else "")
             status = row["status"] + ("" if row.get("paired") or row.get("local") else ", not paired")
-            item = QTreeWidgetItem([name, row["address"], status, row.get("note", "")])
+            # The listing's note points a terminal user to a command; here the device's
+            # refusal, with what to do, shows when it is selected.
+            note = (CHANGED_NOTE if row["status"] == CERTIFICATE_CHANGED
+                    else row.get("note", ""))
+            item = QTreeWidgetItem([name, row["address"], status, note])
             item.setData(0, Qt.ItemDataRole.UserRole, row)
             item.setToolTip(0, name)
-            item.setToolTip(3, row.get("note", ""))
-            item.setForeground(2, PASS_COLOR if row["status"] == "online" else QColor("#777777"))
+            item.setToolTip(3, note)
+            item.setForeground(2, _status_color(row["status"]))
             self.devices.addTopLevelItem(item)
             if row["address"] == selected:
                 self.devices.setCurrentItem(item)
@@ -359,7 +386,8 @@ class DevicesPanel(QWidget):
         self.devices.blockSignals(False)
         self._selection_changed()
         notes = overview.get("notes") or []
-        self.status.setText("; ".join(notes) if notes else f"{self.devices.topLevelItemCount()} devices")
+        count = self.devices.topLevelItemCount()
+        self.status.setText("; ".join(notes) if notes else f"{count} device{'' if count == 1 else 's'}")
         self._update_buttons()
 
     def show_device_status(self, address: str, status: str) -> None:
@@ -372,7 +400,7 @@ class DevicesPanel(QWidget):
             row = dict(row, status=status)
             item.setData(0, Qt.ItemDataRole.UserRole, row)
             item.setText(2, status + ("" if row.get("paired") or row.get("local") else ", not paired"))
-            item.setForeground(2, PASS_COLOR if status == "online" else QColor("#777777"))
+            item.setForeground(2, _status_color(status))
 
     def device_name(self, address: str) -> str:
         """The name the list shows for ``address`` (the address itself when it is not listed)."""
@@ -407,11 +435,48 @@ class DevicesPanel(QWidget):
         self._fill_runtimes(self.runtimes_of.get(address, []))
         item = self.devices.currentItem()
         row = item.data(0, Qt.ItemDataRole.UserRole) if item is not None else None
+        newly = address != self._selected
+        self._selected = address
         if (row is not None and address not in self.runtimes_of and row["status"] == "online"
                 and (row.get("paired") or row.get("local"))):
             # The runtime choice lists what this device has: it says so in its info.
             self.session.info(address)
+        elif row is not None and row["status"] == CERTIFICATE_CHANGED and newly:
+            # The refusal names both certificates and says what to do: connecting gets it.
+            self.session.info(address)
         self._update_buttons()
+
+    def device_menu(self, item: QTreeWidgetItem | None):
+        """The right-click menu of a row of the device list (a QMenu), None for a device that
+        is not paired."""
+        from PySide6.QtWidgets import QMenu
+
+        row = item.data(0, Qt.ItemDataRole.UserRole) if item is not None else None
+        if row is None or not row.get("paired"):
+            return None
+        menu = QMenu(self.devices)
+        forget = menu.addAction("Forget Device", lambda: self.forget(row["address"]))
+        forget.setToolTip("Forget it and its pinned certificate; Pair… to use it again")
+        return menu
+
+    def _device_menu(self, position) -> None:
+        item = self.devices.itemAt(position)
+        menu = self.device_menu(item)
+        if menu is not None:
+            self.devices.setCurrentItem(item)
+            menu.exec(self.devices.viewport().mapToGlobal(position))
+            menu.deleteLater()
+
+    def forget(self, address: str) -> bool:
+        """Forget the paired device at ``address`` and its pin (to pair with it again); False
+        when no paired device is listed there."""
+        row = next((r for r in self.device_rows() if r["address"] == address and r.get("paired")),
+                   None)
+        if row is None:
+            return False
+        self.banner.hide()
+        self.session.forget(row["device_id"], row["name"])
+        return True
 
     def pair(self, address: str | None = None, code: str | None = None) -> None:
         """Pair with ``address`` using ``code``; asks for what is missing in the Pair dialog."""

@@ -9,6 +9,11 @@ goes to the log. A pairing made elsewhere (another window, the CLI) lists the de
 A device that stops (or starts) answering is noticed without a Refresh: every few seconds the
 listed devices' addresses are tried with a plain TCP connect, which is cheap enough to run all
 the time, unlike a full listing with its mDNS browse and handshakes.
+
+Each call gets its own ``PairedDevices`` (a window lives long: a keyring unlocked, or keys moved
+away, since the last call are seen by the next), all saying their notices through
+``sig_notice``, each message once per window: on a machine with no OS keyring, where the device
+keys went instead.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ PUSH_KEY = "device.push"
 VERIFY_KEY = "device.verify"
 HISTORY_KEY = "device.history"
 LOGS_KEY = "device.logs"
+FORGET_KEY = "device.forget"
 LIVENESS_KEY = "device.liveness"
 
 LIVENESS_INTERVAL_MS = 5000
@@ -46,11 +52,18 @@ def reachable(host: str, port: int, timeout: float = CONNECT_TIMEOUT_S) -> bool:
         return False
 
 
+# What a changed certificate's message (worded for a terminal) says to do in the panel.
+PANEL_REPAIR_HINT = ("In this panel: right-click the device, Forget Device, then Pair… with the "
+                     "code its agent prints.")
+
+
 def one_line(exc: BaseException) -> str:
     """The message a user reads for ``exc``: its first line, never a traceback."""
-    from workbench.device.errors import DeviceError
+    from workbench.device.errors import CertificateChanged, DeviceError
 
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    if isinstance(exc, CertificateChanged) and "workbench device forget" in text:
+        return f"{text}. {PANEL_REPAIR_HINT}"
     if isinstance(exc, DeviceError):
         return text or "the device failed without saying why"
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
@@ -64,6 +77,9 @@ class DeviceSession(QObject):
 
     sig_paired = Signal(str)
     """A device was paired (its name)."""
+
+    sig_forgotten = Signal(str)
+    """A paired device and its pinned certificate were forgotten (its name)."""
 
     sig_info = Signal(object)
     """What a device says about itself (a dict with its address)."""
@@ -90,11 +106,16 @@ class DeviceSession(QObject):
     sig_error = Signal(str)
     """A call failed; the one-line message a user can act on."""
 
+    sig_notice = Signal(str)
+    """Something the user should know that is no failure (no OS keyring is usable: the device
+    keys are kept in a file instead); each message once."""
+
     sig_busy_changed = Signal(bool)
     """A call started or ended: True while any call of this session runs (sent at each start
     and end, so a widget can ask ``is_busy(key)`` for the call it cares about)."""
 
     _sig_streamed = Signal(int, object)  # (stream number, log line), from the log's worker
+    _sig_noticed = Signal(str)  # a service's notice, from whichever thread said it
 
     def __init__(self, window, parent: QObject | None = None, browse_lan: bool = True):
         super().__init__(parent if parent is not None else window)
@@ -113,10 +134,11 @@ class DeviceSession(QObject):
         self._links: dict[str, object] = {}  # key -> the DeviceLink its call uses, for cancel
         self._log_stream = 0  # the number of the log stream followed now (0: none)
         self._sig_streamed.connect(self._streamed)
-        from workbench.device.paired import PairedDevices
+        self._notices_said: set[str] = set()
+        self._sig_noticed.connect(self._noticed)
         from workbench.device.widgets.paired_watch import PairedDevicesWatcher
 
-        self.paired_watch = PairedDevicesWatcher(PairedDevices(), self)
+        self.paired_watch = PairedDevicesWatcher(self.paired_devices(), self)
         self.paired_watch.sig_paired_devices_changed.connect(self.refresh)
         # Whether each probed address accepted a connection last time: only a change is acted
         # on, so a device that answers but is listed offline (another agent on its port) does
@@ -159,10 +181,29 @@ class DeviceSession(QObject):
     def is_busy(self, key: str | None = None) -> bool:
         return bool(self._keys) if key is None else key in self._keys
 
+    def paired_devices(self):
+        """The paired devices, for one call (any thread): their notices reach ``sig_notice``."""
+        from workbench.device.paired import PairedDevices
+
+        return PairedDevices(on_notice=self._notice)
+
+    def _notice(self, message: str) -> None:
+        # Said on a worker thread, in the middle of a call: a window closed since only drops it.
+        if shiboken6.isValid(self) and not self.closed:
+            try:
+                self._sig_noticed.emit(message)
+            except RuntimeError:
+                pass  # deleted between the check and the emit
+
+    def _noticed(self, message: str) -> None:
+        if message not in self._notices_said:
+            self._notices_said.add(message)
+            self.sig_notice.emit(message)
+
     def _open_link(self, key: str, target: str, **options):
         from workbench.device.link import DeviceLink
 
-        link = DeviceLink.open(target, **options)
+        link = DeviceLink.open(target, devices=self.paired_devices(), **options)
         with self._links_lock:
             self._links[key] = link
         return link
@@ -223,8 +264,8 @@ class DeviceSession(QObject):
         if self.closed:
             return
         self.paired_watch.note_current()
-        self._run(LIST_KEY, device_overview, on_done=listed, title="Looking for devices",
-                  browse_lan=self.browse_lan)
+        self._run(LIST_KEY, device_overview, self.paired_devices(), on_done=listed,
+                  title="Looking for devices", browse_lan=self.browse_lan)
 
     def pair(self, address: str, code: str) -> None:
         """Pair with the agent at ``address`` using the 6-digit ``code`` it prints."""
@@ -234,15 +275,26 @@ class DeviceSession(QObject):
             self.sig_paired.emit(getattr(device, "name", address))
             self.refresh()
 
-        self._run(PAIR_KEY, pair_device, address.strip(), code.strip(), on_done=paired,
-                  title=f"Pairing with {address}")
+        self._run(PAIR_KEY, pair_device, address.strip(), code.strip(), self.paired_devices(),
+                  on_done=paired, title=f"Pairing with {address}")
+
+    def forget(self, device_id: str, name: str = "") -> None:
+        """Forget the paired device ``device_id`` and its pinned certificate (to pair again)."""
+        devices = self.paired_devices()
+
+        def forgotten(_was_paired) -> None:
+            self.sig_forgotten.emit(name or device_id)
+            self.refresh()
+
+        self._run(FORGET_KEY, devices.forget, device_id, on_done=forgotten,
+                  title=f"Forgetting {name or device_id}")
 
     def start_local(self) -> None:
         """Start this computer's agent (or find it running) and pair with it."""
         from workbench.device.serve_local import serve_local
 
-        self._run(LOCAL_KEY, serve_local, on_done=lambda agent: self.refresh(),
-                  title="Starting this computer's agent")
+        self._run(LOCAL_KEY, serve_local, devices=self.paired_devices(),
+                  on_done=lambda agent: self.refresh(), title="Starting this computer's agent")
 
     def info(self, target: str) -> None:
         """Connect to ``target`` (HOST:PORT or a name) and ask what it is."""
