@@ -295,7 +295,8 @@ PROBE_TIMEOUT_S = 1.5
 @dataclass
 class KnownDevice:
     """A row of the device list: a paired device, this computer's agent, or a device seen on
-    the LAN. ``status`` is "online", "offline" or "forgot this computer" (online, but it no
+    the LAN. ``status`` is "online", "offline", "certificate changed" (refused: see
+    ``link.certificate_changed``) or "forgot this computer" (online, but it no
     longer knows this host)."""
 
     name: str
@@ -321,13 +322,24 @@ class KnownDevice:
 
 
 def probe(host: str, port: int, host_id: str | None = None,
-          timeout: float = PROBE_TIMEOUT_S) -> dict | None:
-    """The agent's hello at ``host:port`` (name, device_id, paired…), None when nothing answers."""
-    from workbench_device.client import DeviceClient
+          timeout: float = PROBE_TIMEOUT_S, identity=None, pin: str | None = None) -> dict | None:
+    """The agent's hello at ``host:port`` (name, device_id, paired…), None when nothing answers.
+    With ``identity`` the connection offers this computer's certificate; with ``pin`` too, a
+    device whose certificate is another gives ``{"problem": "certificate changed"}``, and one
+    that does not know this computer ``{"problem": "forgot this computer"}``."""
+    from workbench_device.client import CertificateChanged, DeviceClient
+    from workbench_device.protocol import Err, ProtocolError
 
     try:
-        with DeviceClient(host, port, timeout=timeout, connect_timeout=timeout) as client:
+        with DeviceClient(host, port, timeout=timeout, connect_timeout=timeout,
+                          identity=identity, pin=pin) as client:
             return client.hello(host_id)
+    except CertificateChanged:
+        return {"problem": "certificate changed"}
+    except ProtocolError as exc:
+        if exc.code == Err.NOT_PAIRED:
+            return {"problem": "forgot this computer"}
+        return None
     except Exception:
         return None
 
@@ -346,12 +358,20 @@ def device_overview(devices=None, browse_lan: bool = True, seconds: float = BROW
     notes: list[str] = []
     paired = devices.list()
     host_id = devices.host_id() if paired else None
+    identity, pins = None, {}
+    if paired:
+        try:
+            identity = devices.keys.identity()
+            pins = {d.device_id: devices.pin(d.device_id) for d in paired}
+        except DeviceError as exc:
+            notes.append(str(exc))
     local_record = recorded_local_agent()
     local_running = running_local_agent() if local_record else None
 
     with ThreadPoolExecutor(max_workers=8) as pool:
         lan = pool.submit(browse, seconds) if browse_lan else None
-        hellos = list(pool.map(lambda d: probe(d.host, d.port, host_id), paired))
+        hellos = list(pool.map(lambda d: probe(d.host, d.port, host_id, identity=identity,
+                                               pin=pins.get(d.device_id)), paired))
         try:
             seen = lan.result() if lan is not None else []
         except DeviceError as exc:
@@ -363,6 +383,11 @@ def device_overview(devices=None, browse_lan: bool = True, seconds: float = BROW
         note = ""
         if hello is None:
             status = "offline"
+        elif hello.get("problem"):
+            status = hello["problem"]
+            if status == "certificate changed":
+                note = ("its certificate is not the one pinned at pairing; see `workbench device "
+                        f"info \"{device.name}\"`")
         elif hello.get("device_id") != device.device_id:
             status, note = "offline", f"another device answers there ({hello.get('name')})"
         elif not hello.get("paired"):
