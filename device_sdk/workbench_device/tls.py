@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
 
+from workbench_device.atomic import replace_file
+
 CERT_FILE = "link-cert.pem"
 KEY_FILE = "link-key.pem"
 # OpenSSL's X509_V_FLAG_NO_CHECK_TIME (the ssl module has no name for it): a pinned certificate's
@@ -148,20 +150,7 @@ def load_or_make_identity(folder: Path, common_name: str,
 
 def _write_private(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    fd = os.open(str(temporary), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
+    replace_file(path, lambda out: out.write(data), mode=0o600, durable=True)
 
 
 def _context(protocol: int) -> ssl.SSLContext:
