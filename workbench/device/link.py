@@ -142,8 +142,9 @@ def _connect(target: DeviceTarget, timeout: float, identity, pin: str | None = N
                             pin=pin, present_certificate=not pairing)
     except link_client.CertificateChanged as exc:
         name = target.paired.name if target.paired else ""
+        # Once forgotten, the name no longer finds the device: the address does (USB aside).
         raise certificate_changed(target.address, name, exc.pinned, exc.presented,
-                                  target.label) from None
+                                  target.label if target.via == "usb" else target.address) from None
     except ProtocolError as exc:
         raise _remote_error(exc, target.address, "connect",
                             target.paired.name if target.paired else "") from None
