@@ -41,6 +41,11 @@ CAPABILITY_MAY_IMPORT: dict[str, set[str]] = {
     "modeltools": {"project", "ipc"},
     "cluster": {"project", "git", "training", "modeltools", "ipc"},
     "device": {"project", "modeltools", "ipc"},
+    # The IDE: a console bound to the project's kernel, a language server client beside the
+    # editor, and a debugger that runs scripts, training and device scripts.
+    "console": {"project", "editor"},
+    "lsp": {"project", "editor"},
+    "debug": {"project", "editor", "training", "device", "console"},
 }
 
 # The shell builds windows from capabilities it finds through ui/capabilities.py (strings), so it
