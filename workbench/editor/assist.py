@@ -7,7 +7,10 @@ about the position under the mouse and answers with the text of a tooltip, or No
 
 Both are called on the GUI thread, on every key for completions, so they must answer in well
 under a millisecond from what they already hold (a provider that needs files reads them once
-and keeps the result). Qt-free: a provider is a plain function.
+and keeps the result). A provider whose answer takes longer (a language server's) returns
+``PENDING`` at once and later calls ``position.reply(answer)`` on the GUI thread with what it
+would have returned; the editor drops a reply that comes after the text or the caret moved.
+Qt-free: a provider is a plain function.
 """
 
 from __future__ import annotations
@@ -34,6 +37,17 @@ class TextPosition:
     column: int
     line_text: str
     explicit: bool = False
+    reply: Callable[[object], None] | None = field(default=None, compare=False, repr=False)
+    """For a provider that answers later: call it on the GUI thread with the answer (see PENDING)."""
+
+
+class _Pending:
+    def __repr__(self) -> str:
+        return "PENDING"
+
+
+PENDING = _Pending()
+"""What a provider returns when its answer comes later, through ``TextPosition.reply``."""
 
 
 @dataclass(frozen=True)
@@ -61,11 +75,11 @@ class Completions:
     items: tuple[CompletionItem, ...] = field(default_factory=tuple)
 
 
-CompletionProvider = Callable[[TextPosition], "Completions | None"]
-"""``provider(position) -> Completions | None``; called on the GUI thread, must be quick."""
+CompletionProvider = Callable[[TextPosition], "Completions | _Pending | None"]
+"""``provider(position) -> Completions | PENDING | None``; called on the GUI thread, must be quick."""
 
-HoverProvider = Callable[[TextPosition], "str | None"]
-"""``provider(position) -> tooltip text | None``; called on the GUI thread, must be quick."""
+HoverProvider = Callable[[TextPosition], "str | _Pending | None"]
+"""``provider(position) -> tooltip text | PENDING | None``; called on the GUI thread, must be quick."""
 
 
 class CompletionProviders(FileProviders[CompletionProvider]):
@@ -76,7 +90,7 @@ class HoverProviders(FileProviders[HoverProvider]):
     """The hover providers of one window, by file suffix or name."""
 
 
-def ask_completions(provider: CompletionProvider, position: TextPosition) -> Completions | None:
+def ask_completions(provider: CompletionProvider, position: TextPosition) -> Completions | _Pending | None:
     """The provider's answer, checked; one that fails (or answers nonsense) offers nothing and
     is logged, so a broken provider never stops anyone typing."""
     try:
@@ -84,7 +98,14 @@ def ask_completions(provider: CompletionProvider, position: TextPosition) -> Com
     except Exception:  # a provider's bug must not reach the editor
         log.exception("Completing in %s failed", position.path)
         return None
-    if found is None or not found.items:
+    if found is PENDING:
+        return PENDING
+    return checked_completions(found, position)
+
+
+def checked_completions(found, position: TextPosition) -> Completions | None:
+    """``found`` when it is a usable answer at ``position`` (also for one that comes late)."""
+    if not isinstance(found, Completions) or not found.items:
         return None
     if not 0 <= found.start <= position.column <= found.end <= len(position.line_text):
         log.warning("A completion provider for %s answered a span outside the line: %s",
@@ -93,8 +114,8 @@ def ask_completions(provider: CompletionProvider, position: TextPosition) -> Com
     return found
 
 
-def ask_hover(provider: HoverProvider, position: TextPosition) -> str | None:
-    """The provider's tooltip text; a failing provider shows none (and is logged)."""
+def ask_hover(provider: HoverProvider, position: TextPosition) -> str | _Pending | None:
+    """The provider's tooltip text (or PENDING); a failing provider shows none (and is logged)."""
     try:
         text = provider(position)
     except Exception:  # a provider's bug must not reach the editor

@@ -23,13 +23,15 @@ SEVERITIES = ("error", "warning")
 class EditorDiagnostic:
     """One problem: on 1-based ``line``, columns [``start``, ``end``) (0-based) of that line.
 
-    An empty span (``start == end``) marks the whole line."""
+    An empty span (``start == end``) marks the whole line. ``source`` names the checker
+    ("pyflakes"), for lists of problems."""
 
     line: int
     start: int
     end: int
     message: str
     severity: str = "error"
+    source: str = ""
 
 
 DiagnosticsProvider = Callable[[str, Path], list[EditorDiagnostic]]

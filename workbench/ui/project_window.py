@@ -65,6 +65,9 @@ class ProjectWindow(QMainWindow):
     sig_capabilities_installed = Signal()
     """The capabilities' docks and commands are in place (just after the first paint)."""
 
+    sig_editor_opened = Signal(object)
+    """A file was opened in a new editor tab (the ``EditorTab``), its providers attached."""
+
     def __init__(self, project: Project, parent: QWidget | None = None):
         super().__init__(parent)
         self.project = project
@@ -272,6 +275,7 @@ class ProjectWindow(QMainWindow):
             tab.set_cursor_position(line, column)
         tab.focus_body()
         self._schedule_state_save()
+        self.sig_editor_opened.emit(tab)
         return tab
 
     def close_tab(self, index: int) -> bool:

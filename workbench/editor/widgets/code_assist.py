@@ -3,6 +3,10 @@
 The editor hands each key to ``before_key`` (Ctrl+Space, and the keys the open completion list
 takes) and, once typed, to ``after_key`` (the list follows the typing, or opens when the
 provider has something to offer on its own); its tooltip asks ``hover_text_at``.
+
+A provider that answers later (``PENDING``) is given a reply function per question: the list
+that shows meanwhile keeps following the typing, and a reply is used only while nothing was
+asked since and the caret's line and column are what they were when it was asked.
 """
 
 from __future__ import annotations
@@ -11,9 +15,10 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, QPoint, Qt, QTimer
 from PySide6.QtGui import QKeyEvent, QTextCursor
-from PySide6.QtWidgets import QPlainTextEdit
+from PySide6.QtWidgets import QPlainTextEdit, QToolTip
 
 from workbench.editor.assist import (
+    PENDING,
     CompletionItem,
     CompletionProvider,
     Completions,
@@ -21,6 +26,7 @@ from workbench.editor.assist import (
     TextPosition,
     ask_completions,
     ask_hover,
+    checked_completions,
 )
 from workbench.editor.widgets.completion_popup import CompletionPopup
 
@@ -43,6 +49,8 @@ class CodeAssist(QObject):
         self.popup: CompletionPopup | None = None
         self._completions: Completions | None = None
         self._explicit = False
+        self._asked = 0  # counts questions: a late reply to an earlier one is dropped
+        self._hover_asked = 0
 
     # --- keys ---------------------------------------------------------------------------------
 
@@ -63,6 +71,7 @@ class CodeAssist(QObject):
 
     def after_key(self, event: QKeyEvent) -> None:
         """The editor has handled ``event``: follow it with the list."""
+        self._hover_asked += 1  # typing cancels help still on its way
         if not self._completing():
             return
         text = event.text()
@@ -82,9 +91,19 @@ class CodeAssist(QObject):
         ``explicit``: the user asked (Ctrl+Space); otherwise the provider offers only what is
         clearly wanted."""
         self._explicit = explicit
+        self._asked += 1
         found = self._ask(explicit)
+        if found is PENDING:
+            # Until the answer comes, the list that shows follows the typing if it still can.
+            if self.is_showing() and self._completions is not None and self._caret_in(self._completions):
+                return self._show(self._completions)
+            self._hide_list()
+            return False
+        return self._show(found)
+
+    def _show(self, found: Completions | None) -> bool:
         if found is None:
-            self.hide_completions()
+            self._hide_list()
             return False
         if self.popup is None:
             self.popup = CompletionPopup(self.editor, self._insert)
@@ -108,21 +127,41 @@ class CodeAssist(QObject):
         return list(self.popup.items) if self.is_showing() else []
 
     def hide_completions(self) -> None:
+        self._asked += 1
+        self._hide_list()
+
+    def _hide_list(self) -> None:
         self._completions = None
         if self.popup is not None:
             self.popup.hide()
 
+    def _caret_in(self, found: Completions) -> bool:
+        cursor = self.editor.textCursor()
+        return not cursor.hasSelection() and found.start <= cursor.positionInBlock()
+
     def _completing(self) -> bool:
         return self.completion_provider is not None and not self.editor.isReadOnly()
 
-    def _ask(self, explicit: bool) -> Completions | None:
+    def _ask(self, explicit: bool):
         cursor = self.editor.textCursor()
         if self.completion_provider is None or cursor.hasSelection():
             return None
         block = cursor.block()
-        position = TextPosition(self._path(), block.blockNumber() + 1, cursor.positionInBlock(), block.text(),
-                                explicit)
+        line, column, text = block.blockNumber() + 1, cursor.positionInBlock(), block.text()
+        asked = self._asked
+
+        def reply(answer) -> None:
+            if asked != self._asked or self._caret_place() != (line, column, text):
+                return  # asked again since, or the text or the caret moved
+            self._show(checked_completions(answer, position))
+
+        position = TextPosition(self._path(), line, column, text, explicit, reply)
         return ask_completions(self.completion_provider, position)
+
+    def _caret_place(self) -> tuple[int, int, str]:
+        cursor = self.editor.textCursor()
+        block = cursor.block()
+        return block.blockNumber() + 1, cursor.positionInBlock(), block.text()
 
     def _insert(self, item: CompletionItem) -> None:
         found = self._completions
@@ -142,15 +181,28 @@ class CodeAssist(QObject):
 
     # --- hover --------------------------------------------------------------------------------
 
-    def hover_text_at(self, point: QPoint) -> str | None:
-        """The hover provider's help for the character under ``point`` (viewport coordinates)."""
+    def hover_text_at(self, point: QPoint, global_point: QPoint | None = None) -> str | None:
+        """The hover provider's help for the character under ``point`` (viewport coordinates).
+
+        Help that comes later is shown as a tooltip at ``global_point`` (when given), unless
+        the mouse asked about another place or the user typed since."""
+        self._hover_asked += 1
         if self.hover_provider is None:
             return None
         found = self._character_at(point)
         if found is None:
             return None
         block, column = found
-        return ask_hover(self.hover_provider, TextPosition(self._path(), block.blockNumber() + 1, column, block.text()))
+        asked, revision = self._hover_asked, self.editor.document().revision()
+
+        def reply(text) -> None:
+            if (asked == self._hover_asked and revision == self.editor.document().revision()
+                    and global_point is not None and isinstance(text, str) and text):
+                QToolTip.showText(global_point, text, self.editor.viewport())
+
+        answer = ask_hover(self.hover_provider, TextPosition(self._path(), block.blockNumber() + 1, column,
+                                                             block.text(), reply=reply))
+        return None if answer is PENDING else answer
 
     def _character_at(self, point: QPoint):
         """(block, 0-based column) of the character under ``point``; None off the text."""

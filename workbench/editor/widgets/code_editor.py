@@ -318,7 +318,7 @@ class CodeEditor(QPlainTextEdit):
                 found = diagnostic_at(self.diagnostics, cursor.blockNumber() + 1, cursor.positionInBlock())
                 text = found.message if found is not None else None
             if text is None:
-                text = self.assist.hover_text_at(event.pos())
+                text = self.assist.hover_text_at(event.pos(), event.globalPos())
             if text:
                 QToolTip.showText(event.globalPos(), text, self.viewport())
             else:
