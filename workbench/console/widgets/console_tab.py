@@ -1,0 +1,310 @@
+"""One console of the Console dock: its kernel, the IPython widget bound to it, and the variables
+of its namespace.
+
+The kernel starts when the console is first needed, on a worker thread, while qtconsole loads on
+another; the widget is bound to the kernel on the GUI thread once both are there, so the window
+never waits. A kernel that never comes up or dies later is said once, in a bar above the console,
+with a Restart button: never a dialog.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtWidgets import QLabel, QStackedWidget, QVBoxLayout, QWidget
+
+from workbench.console.errors import ConsoleError
+from workbench.console.interpreter import project_interpreter
+from workbench.console.kernel import READY_TIMEOUT_S, Kernel, start_kernel
+from workbench.console.namespace import SUMMARY_EXPRESSION, Variable, parse_summary_reply, probe_setup_code
+from workbench.qt.notice import NoticeBar
+
+log = logging.getLogger(__name__)
+
+IDLE, STARTING, READY, DEAD = "idle", "starting", "ready", "dead"
+POLL_MS = 500
+_task_numbers = itertools.count(1)
+
+
+class ConsoleTab(QWidget):
+    """A console: ``start``, ``execute``, ``interrupt``, ``restart``, ``clear``; ``state`` is
+    one of idle, starting, ready, dead."""
+
+    sig_state_changed = Signal(str)
+    """The console became idle, starting, ready or dead."""
+
+    sig_variables_changed = Signal()
+    """``variables`` holds a new summary of the namespace."""
+
+    sig_executed = Signal()
+    """An execution of the user's (or a Run command's) code has finished."""
+
+    def __init__(self, title: str, host, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.title = title
+        self.host = host
+        """The panel: ``project``, ``tasks`` and ``ensure_frontend(callback)``."""
+        self.state = IDLE
+        self.kernel: Kernel | None = None
+        self.client = None
+        self.widget = None
+        """qtconsole's widget (``frontend.console_widget_class``), made when the kernel first starts."""
+        self.variables: list[Variable] = []
+        self.variables_truncated = False
+        self.message = ""
+        """What the bar says while the console is dead."""
+        self.ready_timeout = READY_TIMEOUT_S
+        self._task_key = f"console.kernel.{next(_task_numbers)}"
+        self._frontend_loaded = False
+        self._pending: list[str] = []
+        self._summary_request: str | None = None
+        self._launched: list[Kernel] = []
+        self._launched_lock = threading.Lock()
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        self.notice = NoticeBar("console-notice", self)
+        self.notice.setStyleSheet("#console-notice { background: #fdecea; border-bottom: 1px solid #f1aeb5; }")
+        self.restart_button = self.notice.add_button("Restart")
+        self.restart_button.clicked.connect(self.restart)
+        layout.addWidget(self.notice)
+        self._stack = QStackedWidget()
+        self.status_label = QLabel("The console starts when it is first shown.")
+        self.status_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.status_label.setWordWrap(True)
+        self.status_label.setStyleSheet("color: #777; padding: 12px;")
+        self._stack.addWidget(self.status_label)
+        layout.addWidget(self._stack, 1)
+
+        self._poll = QTimer(self)
+        self._poll.setInterval(POLL_MS)
+        self._poll.timeout.connect(self._check_alive)
+
+    # --- life ---------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the kernel unless it runs or is starting (returns at once)."""
+        if self.state in (STARTING, READY):
+            return
+        try:
+            interpreter = project_interpreter(self.host.project)
+        except ConsoleError as exc:
+            self._die(str(exc))
+            return
+        self._set_state(STARTING)
+        self.notice.hide()
+        self.status_label.setText(f"Starting the Python kernel ({interpreter.path})…")
+        self.host.ensure_frontend(self._on_frontend_loaded)
+        self.host.tasks.run(self._task_key, start_kernel, interpreter, self.host.project.root,
+                            on_launched=self._remember, ready_timeout=self.ready_timeout,
+                            on_done=self._on_kernel_started, on_error=self._on_kernel_failed,
+                            title=f"Starting {self.title}…")
+
+    def restart(self) -> None:
+        """End the kernel (its variables go) and start a new one in its place; a start still
+        under way is given up for the new one."""
+        old = self._detach()
+        if self.widget is not None and self.state == READY:
+            self.widget.append_notice("Restarting the kernel…")
+        if self.widget is not None:
+            self.widget.keep_output_on_start = True
+        self._pending.clear()
+        if old is not None:
+            # The old process ends on a worker; the new one does not wait for it.
+            self.host.tasks.run(f"{self._task_key}.end.{id(old)}", old.shutdown)
+        self.state = IDLE
+        self.start()
+
+    def interrupt(self) -> None:
+        """Stop what the kernel runs (a KeyboardInterrupt in the user's code); Run commands
+        waiting for it are dropped."""
+        self._pending.clear()
+        if self.kernel is not None and self.state == READY:
+            self.kernel.interrupt()
+
+    def clear(self) -> None:
+        """Empty the console's screen (the namespace stays)."""
+        if self.widget is not None:
+            self.widget.clear()
+
+    def execute(self, code: str) -> None:
+        """Run ``code`` as if typed at the prompt: now when the console waits for input, else when
+        the running execution ends (starting the kernel first when needed)."""
+        if self.state == DEAD:
+            self.notice.show()
+            return
+        self._pending.append(code)
+        if self.state == IDLE:
+            self.start()
+        self._drain()
+
+    def close_down(self) -> None:
+        """End every kernel this console started (the window is closing)."""
+        for kernel in self.release():
+            kernel.shutdown()
+
+    def release(self) -> list[Kernel]:
+        """Unbind from the kernel and give up a start under way; returns every kernel this
+        console started, still to be ended (``Kernel.shutdown``, from any thread)."""
+        self._poll.stop()
+        self.host.tasks.cancel(self._task_key)
+        self._detach()
+        with self._launched_lock:
+            launched, self._launched = self._launched, []
+        return launched
+
+    def is_busy(self) -> bool:
+        """Code runs in the kernel, or Run commands wait for it."""
+        return bool(self._pending) or (self.widget is not None and self.widget.is_busy())
+
+    # --- kernel start -------------------------------------------------------------------------
+
+    def _remember(self, kernel: Kernel) -> None:
+        # On the worker thread, as soon as the process exists: whatever becomes of the start
+        # (cancelled, window closed), close_down can end it.
+        with self._launched_lock:
+            self._launched.append(kernel)
+
+    def _forget(self, kernel: Kernel) -> None:
+        with self._launched_lock:
+            if kernel in self._launched:
+                self._launched.remove(kernel)
+
+    def _on_frontend_loaded(self) -> None:
+        self._frontend_loaded = True
+        self._attach_if_ready()
+
+    def _on_kernel_started(self, kernel: Kernel) -> None:
+        if self.state != STARTING:  # closed or restarted meanwhile
+            kernel.shutdown()
+            self._forget(kernel)
+            return
+        self.kernel = kernel
+        self._attach_if_ready()
+
+    def _on_kernel_failed(self, error: Exception) -> None:
+        if isinstance(error, ConsoleError):
+            self._die(str(error), getattr(error, "details", ""))
+        else:
+            log.error("The console's kernel could not start", exc_info=error)
+            self._die(f"The console's kernel could not start: {error}. Press Restart to try again.")
+
+    def _attach_if_ready(self) -> None:
+        if self.state != STARTING or self.kernel is None or not self._frontend_loaded:
+            return
+        from workbench.console.widgets.frontend import console_widget_class, make_client
+
+        if self.widget is None:
+            self.widget = console_widget_class()(self)
+            self.widget.setObjectName("console-widget")
+            self.widget.custom_interrupt_requested.connect(self.interrupt)
+            self.widget.custom_restart_requested.connect(self.restart)
+            self.widget.custom_restart_kernel_died.connect(lambda _since: self._check_alive())
+            self.widget.executed.connect(self._on_executed)
+            self.widget.sig_prompt_shown.connect(self._drain)
+            self.widget._control.installEventFilter(_KeepConsoleKeys(self.widget))
+            self._stack.addWidget(self.widget)
+        self.client = make_client(self.kernel.connection_info)
+        # Channels exist once started (their thread made); nothing was asked of the kernel yet,
+        # so no answer can come before the handlers are connected.
+        self.client.start_channels()
+        self.client.shell_channel.message_received.connect(self._on_shell_message)
+        self.widget.kernel_client = self.client
+        self.client.execute(probe_setup_code(), silent=True, store_history=False)
+        self._stack.setCurrentWidget(self.widget)
+        self._set_state(READY)
+        self._poll.start()
+        self.request_variables()
+
+    def _detach(self) -> Kernel | None:
+        """Unbind the widget from the kernel; returns the kernel (still running)."""
+        self._poll.stop()
+        kernel, self.kernel = self.kernel, None
+        if self.client is not None:
+            client, self.client = self.client, None
+            if self.widget is not None:
+                self.widget.kernel_client = None
+            client.shell_channel.message_received.disconnect(self._on_shell_message)
+            client.stop_channels()
+        self._summary_request = None
+        if kernel is not None:
+            self._forget(kernel)
+        return kernel
+
+    def _check_alive(self) -> None:
+        if self.state == READY and self.kernel is not None and not self.kernel.is_alive():
+            kernel = self.kernel
+            message = kernel.death_message()
+            self._detach()
+            self.host.tasks.run(f"{self._task_key}.end.{id(kernel)}", kernel.shutdown)
+            self._die(message)
+
+    def fail(self, message: str, details: str = "") -> None:
+        """Show that the console cannot run (``message`` says why and what to do)."""
+        self._die(message, details)
+
+    def _die(self, message: str, details: str = "") -> None:
+        """Say once, above the console, that it has no kernel, and offer Restart."""
+        self._pending.clear()
+        self.message = message
+        self.notice.label.setText(message)
+        self.notice.label.setToolTip(details.strip()[-2000:] if details.strip() else "")
+        self.notice.show()
+        if self.widget is None:
+            self.status_label.setText("No kernel.")
+        self._set_state(DEAD)
+
+    def _set_state(self, state: str) -> None:
+        if state != self.state:
+            self.state = state
+            self.sig_state_changed.emit(state)
+
+    # --- executions and variables --------------------------------------------------------------
+
+    def _drain(self) -> None:
+        """Run the next waiting piece of code if the console is at its prompt."""
+        if self.state != READY or self.widget is None or not self._pending or not self.widget.has_prompt():
+            return
+        self.widget.execute(self._pending.pop(0))
+
+    def _on_executed(self, _reply) -> None:
+        self.sig_executed.emit()
+        self.request_variables()
+
+    def request_variables(self) -> None:
+        """Ask the kernel for a new summary of its namespace (answered in ``sig_variables_changed``)."""
+        if self.state == READY and self.client is not None:
+            self._summary_request = self.client.execute(
+                "", silent=True, store_history=False, user_expressions={"namespace": SUMMARY_EXPRESSION})
+
+    def _on_shell_message(self, message: dict) -> None:
+        if message.get("parent_header", {}).get("msg_id") != self._summary_request or self._summary_request is None:
+            return
+        self._summary_request = None
+        reply = message.get("content", {}).get("user_expressions", {}).get("namespace")
+        if not reply:
+            return
+        try:
+            self.variables, self.variables_truncated = parse_summary_reply(reply)
+        except (ValueError, SyntaxError) as exc:
+            # The probe went (a user deleted it from sys.modules): put it back for next time.
+            log.debug("The namespace summary failed: %s", exc)
+            if self.client is not None:
+                self.client.execute(probe_setup_code(), silent=True, store_history=False)
+            return
+        self.sig_variables_changed.emit()
+
+
+class _KeepConsoleKeys(QObject):
+    """Ctrl+Enter typed in the console is the console's ("execute now"), not the editor's Run
+    Cell, whose window-wide shortcut would otherwise take it."""
+
+    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt override)
+        if event.type() == QEvent.Type.ShortcutOverride and event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) \
+                and event.modifiers() & Qt.KeyboardModifier.ControlModifier:
+            event.accept()
+        return False
