@@ -31,12 +31,14 @@ from typing import Callable, List, Optional, Set, Tuple
 from workbench_device import __version__, logs
 from workbench_device.auth import NotTLS, upgrade
 from workbench_device.connection import AgentConnection
+from workbench_device.debugging import DebugRuns
 from workbench_device.device_info import _getprop, device_model
 from workbench_device.logs import LogHub, say, setup_logging
 from workbench_device.pairing import LOCK_SECONDS, PairedHosts, Pairing, write_private_json
 from workbench_device.protocol import (
     DEFAULT_MAX_RUN_PAYLOAD,
     DEFAULT_PORT,
+    SUPPORTED_VERSIONS,
     VERSION,
     Err,
     error_header,
@@ -111,6 +113,7 @@ class Agent:
         self.max_connections = max(16, 4 * max_sessions)
         self.logs = LogHub(self)
         self.scripts = RunningScripts()
+        self.debug_runs = DebugRuns()
         self.addresses: List[Tuple[str, int]] = []
         self._listeners: List[socket.socket] = []
         self._threads: List[threading.Thread] = []
@@ -220,8 +223,8 @@ class Agent:
                                       name="wb-device-accept", daemon=True)
             thread.start()
             self._threads.append(thread)
-        log.info("agent %s (%s) serving protocol %d on %s; data in %s", self.name,
-                 self.device_id, VERSION,
+        log.info("agent %s (%s) serving protocol %s on %s; data in %s", self.name,
+                 self.device_id, ", ".join(map(str, SUPPORTED_VERSIONS)),
                  ", ".join(f"{h}:{p}" for h, p in self.addresses), self.data_dir)
         if self.use_mdns:
             from workbench_device.mdns import Advertisement
@@ -326,6 +329,7 @@ class Agent:
         for connection in connections:
             connection.close()
         self.scripts.kill_all()
+        self.debug_runs.kill_all()
         self.store.close()
         for thread in self._threads:
             thread.join(timeout=2.0)

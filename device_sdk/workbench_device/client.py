@@ -35,6 +35,7 @@ from typing import Any, Callable, Deque, Dict, Optional, Set, Tuple, Union
 from workbench_device import __version__
 from workbench_device.protocol import (
     BASE_CHUNK,
+    FIRST_VERSION,
     MAX_CHUNK,
     SUPPORTED_VERSIONS,
     ConnectionClosed,
@@ -50,7 +51,7 @@ from workbench_device.protocol import (
 )
 from workbench_device.pake import PairingExchange, PakeError
 from workbench_device.tls import Identity, client_context, fingerprint, short_fingerprint
-from workbench_device.wire import FrameSocket, tune
+from workbench_device.wire import FrameSocket, TLSStream, tune, tune_for_tunnel
 
 log = logging.getLogger(__name__)
 
@@ -119,8 +120,9 @@ class PushResult:
 
 class DeviceClient:
     """One connection to an agent. ``on_log(frame)`` is called for each ``log`` frame that
-    arrives while waiting for a reply (they are also kept in ``logs``). Unsolicited frames of
-    other types (events a newer agent may send) are skipped and counted in
+    arrives while waiting for a reply (they are also kept in ``logs``); ``on_event[type]`` for
+    each event of that type (a script's output, the end of a debugged script). Unsolicited
+    frames of other types (events a newer agent may send) are skipped and counted in
     ``skipped_events``."""
 
     def __init__(self, host: str, port: int, timeout: float = DEFAULT_TIMEOUT_S,
@@ -154,8 +156,12 @@ class DeviceClient:
         self.on_log = on_log
         self.logs: Deque[Dict[str, Any]] = collections.deque(maxlen=LOG_BACKLOG)
         self.hello_reply: Dict[str, Any] = {}
+        # The protocol version hello chose (until then the first one every agent speaks).
+        self.protocol = FIRST_VERSION
         self.session_id: Optional[str] = None
+        self.on_event: Dict[str, Callable[[Dict[str, Any]], None]] = {}
         self.skipped_events = 0
+        self._tunnel: Optional[TLSStream] = None
         self._next_id = 1
         # Requests sent and not answered yet: a reply with another id is not for this client.
         self._waiting: Set[int] = set()
@@ -219,6 +225,8 @@ class DeviceClient:
         if "id" not in header and kind != Msg.ERROR:
             if kind == Msg.LOG:
                 self._got_log(header)
+            elif kind in self.on_event:
+                self.on_event[kind](header)
             else:
                 self.skipped_events += 1
                 log.debug("skipped a %r frame from %s:%s: not an event this host knows",
@@ -276,6 +284,8 @@ class DeviceClient:
                                 f"{reply.get('protocol')}, this host speaks "
                                 f"{', '.join(map(str, SUPPORTED_VERSIONS))}: update the older side")
         self.hello_reply = reply
+        self.protocol = int(reply["protocol"])
+        self.fs.version = self.protocol
         return reply
 
     @property
@@ -438,14 +448,90 @@ class DeviceClient:
     def get_file(self, path: str) -> bytes:
         return bytes(self.request(Msg.FILE_GET, path=path).payload)
 
-    def run_script(self, path: str, model: Optional[str] = None,
-                   timeout_s: float = 60.0) -> Dict[str, Any]:
+    def run_script(self, path: str, model: Optional[str] = None, timeout_s: float = 60.0,
+                   on_output: Optional[Callable[[str, str], None]] = None) -> Dict[str, Any]:
         """Run a script in the session's folder (``model``: a loaded model's handle or a
-        pushed model's sha256); exit_code, stdout, stderr, result."""
+        pushed model's sha256); exit_code, stdout, stderr (their ends), result.
+        ``on_output(stream, text)`` gets what it writes ("stdout" or "stderr") while it runs
+        (an older agent sends nothing while it runs: then it gets nothing)."""
         fields: Dict[str, Any] = {"path": path, "timeout_s": timeout_s}
         if model:
             fields["model"] = model
-        return _fields(self.request(Msg.SCRIPT_RUN, timeout=timeout_s + self.timeout, **fields))
+        if on_output is None:
+            return _fields(self.request(Msg.SCRIPT_RUN, timeout=timeout_s + self.timeout,
+                                        **fields))
+
+        def output(event: Dict[str, Any]) -> None:
+            skipped = event.get("skipped")
+            if isinstance(skipped, int) and skipped > 0:
+                on_output(str(event.get("stream")), f"\n[… {skipped} bytes skipped …]\n")
+            on_output(str(event.get("stream")), str(event.get("text") or ""))
+
+        # Between output events the script may be silent for long: each wait is for the next
+        # frame, and the whole run is bounded by its own time-out on the device.
+        before = self.on_event.get(Msg.SCRIPT_OUTPUT)
+        self.on_event[Msg.SCRIPT_OUTPUT] = output
+        try:
+            return _fields(self.request(Msg.SCRIPT_RUN, timeout=timeout_s + self.timeout,
+                                        stream=True, **fields))
+        finally:
+            if before is None:
+                self.on_event.pop(Msg.SCRIPT_OUTPUT, None)
+            else:
+                self.on_event[Msg.SCRIPT_OUTPUT] = before
+
+    # --- debugging (protocol version 3) ---
+
+    def start_debug(self, path: str, model: Optional[str] = None,
+                    timeout_s: Optional[float] = None, wait: bool = True,
+                    stream: bool = False) -> Dict[str, Any]:
+        """Start the script ``path`` (in the session's folder) under debugpy on the device;
+        debug_id, pid, program and sandbox (its paths on the device). With ``wait`` it waits
+        for a debugger; with ``stream`` its output comes as ``script.output`` events."""
+        self._needs(3, "debug a script")
+        fields: Dict[str, Any] = {"path": path, "wait": wait, "stream": stream}
+        if model:
+            fields["model"] = model
+        if timeout_s is not None:
+            fields["timeout_s"] = timeout_s
+        return _fields(self.request(Msg.DEBUG_START, **fields))
+
+    def stop_debug(self, debug_id: str) -> Dict[str, Any]:
+        self._needs(3, "stop a debugged script")
+        return _fields(self.request(Msg.DEBUG_STOP, debug_id=debug_id))
+
+    def open_tunnel(self, debug_id: str) -> TLSStream:
+        """Turn this connection into the tunnel of the debug run ``debug_id``: the stream its
+        debugger speaks DAP on (no frames go over this connection any more). Reading it gives
+        b"" when the device ended the tunnel in order (debugpy closed it), and raises
+        (ssl.SSLEOFError, ConnectionResetError, a time-out) when the link dropped."""
+        self._needs(3, "debug a script")
+        self.request(Msg.DEBUG_TUNNEL, debug_id=debug_id)
+        stream = self.fs.sock
+        if not isinstance(stream, TLSStream):
+            raise ProtocolError(Err.BAD_FRAME, "a tunnel needs a TLS connection")
+        # An end without TLS's close_notify is a dropped link, not the end of the stream.
+        stream.tls.suppress_ragged_eofs = False
+        stream.settimeout(None)
+        tune_for_tunnel(stream)
+        self._tunnel = stream
+        return stream
+
+    def _needs(self, version: int, what: str) -> None:
+        if self.protocol < version:
+            raise ProtocolError(Err.UNSUPPORTED_VERSION, f"to {what}, the device's agent must "
+                                f"speak protocol {version}; this connection speaks "
+                                f"{self.protocol}: update workbench-device-agent on the device")
+
+    def next_event(self, timeout: float = 5.0) -> Optional[Dict[str, Any]]:
+        """The next event (a log line, a script's output, a debugged script's end) after it
+        went to its handler, None when none comes within ``timeout``."""
+        try:
+            frame = self.read_frame(timeout)
+        except socket.timeout:
+            return None
+        self._sort(frame, None)
+        return frame.header
 
     # --- logs ---
 
@@ -470,6 +556,9 @@ class DeviceClient:
         if self._closed:
             return
         self._closed = True
+        if self._tunnel is not None:  # no frames on a tunnel: just end it
+            self.fs.close()
+            return
         try:
             self.fs.sock.settimeout(2.0)
             self.request(Msg.CLOSE, timeout=2.0)

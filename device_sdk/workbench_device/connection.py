@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import select
 import socket
 import ssl
 import time
@@ -18,8 +19,10 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, Optional
 from workbench_device import __version__, logs
 from workbench_device.auth import NotTLS, PairingAttempt, hello_fields, host_of, upgrade
 from workbench_device.bench import benchmark
+from workbench_device.debugging import TUNNEL_LINGER_S, DebugRun, debug_info, pump_tunnel
 from workbench_device.device_info import describe
 from workbench_device.protocol import (
+    FIRST_VERSION,
     MAX_CHUNK,
     ConnectionClosed,
     Err,
@@ -36,7 +39,7 @@ from workbench_device.protocol import (
 from workbench_device.runtimes import check_runtime, load_model
 from workbench_device.scripts import run_script
 from workbench_device.sessions import Session
-from workbench_device.wire import STREAM_BUFFER, FrameSocket, tune
+from workbench_device.wire import STREAM_BUFFER, FrameSocket, TLSStream, tune, tune_for_tunnel
 
 if TYPE_CHECKING:
     from workbench_device.agent import Agent
@@ -134,8 +137,13 @@ class AgentConnection:
         self.fs = FrameSocket(sock, max_payload=agent.max_payload)
         self.pairing = PairingAttempt(agent.pairing, agent.identity.cert_der, peer)
         self.host_id: Optional[str] = None
+        # The protocol version this connection's hello chose (before any hello, the first).
+        self.protocol = FIRST_VERSION
         self.session: Optional[Session] = None
         self.subscription: Optional[logs.LogSubscription] = None
+        # Events of the scripts this connection debugs (their output, their end), sent from
+        # their threads through a bounded queue: a host that reads slowly never blocks them.
+        self.events: Optional[logs.LogSubscription] = None
         self._closing = False
         self._stream_buffer: Optional[bytearray] = None
         self._handlers: Dict[str, Callable[[Dict[str, Any], Payload], Optional[Reply]]] = {
@@ -234,6 +242,12 @@ class AgentConnection:
             handler = self._handlers.get(kind)
             if handler is None:
                 raise ProtocolError(Err.UNKNOWN_TYPE, f"unknown message type {kind!r}")
+            since = Msg.SINCE.get(kind, FIRST_VERSION)
+            if self.protocol < since:
+                raise ProtocolError(Err.UNKNOWN_TYPE, f"{kind} is a message of protocol version "
+                                                      f"{since}; this connection speaks "
+                                                      f"{self.protocol} (say hello with versions "
+                                                      f"including {since})")
             if not self.authenticated and payload_len > BEFORE_AUTH_PAYLOAD:
                 raise FrameError(Err.TOO_LARGE, f"{kind} takes no payload of {payload_len} bytes")
             if kind == Msg.PUSH_CHUNK and payload_len > MAX_CHUNK:
@@ -314,6 +328,10 @@ class AgentConnection:
         self.agent.logs.unsubscribe(self.subscription)
         self.subscription = None
         self.agent.store.release(self)
+        # The scripts debugged in this session end with it (their folder is about to go).
+        self.agent.debug_runs.end_session(self.session)
+        if self.events is not None:
+            self.events.stop()
         self.agent.sessions.close(self.session)
         self.session = None
         self.fs.close()
@@ -340,9 +358,17 @@ class AgentConnection:
         client = header.get("client")
         if isinstance(client, str):
             log.debug("%s says hello (%s)", self.peer, client[:100])
+        self.protocol = handshake["protocol"]
+
+        def speak_it() -> None:
+            # hello.ok goes out in the version its hello came in; the frames after it in the
+            # version chosen.
+            self.fs.version = self.protocol
+
         return Reply({"agent": AGENT_NAME, "name": self.agent.name,
                       "device_id": self.agent.device_id, "max_chunk": MAX_CHUNK,
-                      "cert_fingerprint": self.agent.identity.fingerprint, **handshake})
+                      "cert_fingerprint": self.agent.identity.fingerprint, **handshake},
+                     after_sent=speak_it)
 
     def on_pair_begin(self, header: Dict[str, Any], payload: Payload) -> Reply:
         return Reply(self.pairing.begin(header))
@@ -364,6 +390,9 @@ class AgentConnection:
         info = describe(self.agent.name, self.agent.device_id, len(self.agent.sessions))
         info["max_sessions"] = self.agent.sessions.max_sessions
         info["session_id"] = self.session.id if self.session else None
+        debug = debug_info()
+        if debug is not None:
+            info["debug"] = debug
         return Reply(info)
 
     def on_session_open(self, header: Dict[str, Any], payload: Payload) -> Reply:
@@ -484,14 +513,91 @@ class AgentConnection:
                                                f"{self.agent.max_payload}-byte payload limit")
         return Reply({"path": path, "size": size}, file_fd=fd, file_size=size)
 
+    def _model_file(self, session: Session, model: Any):
+        """The file of the model a script request names (a loaded model's handle or a stored
+        model's sha256), None when it names none."""
+        if not model:
+            return None
+        if isinstance(model, str) and model in session.models:
+            return session.models[model].path
+        return self.agent.store.model_file(check_sha256(model))
+
     def on_script_run(self, header: Dict[str, Any], payload: Payload) -> Reply:
         session = self._session()
-        model_file = None
-        model = header.get("model")
-        if model:
-            if isinstance(model, str) and model in session.models:
-                model_file = session.models[model].path
-            else:
-                model_file = self.agent.store.model_file(check_sha256(model))
+        model_file = self._model_file(session, header.get("model"))
+        request_id = header.get("id")
+
+        def send_output(event: Dict[str, Any]) -> None:
+            self.fs.send(dict(event, request=request_id))
+
+        on_output = send_output if field_of(header, "stream", bool, False) else None
         return Reply(run_script(session.sandbox, header.get("path"), model_file,
-                                header.get("timeout_s"), self.agent.scripts))
+                                header.get("timeout_s"), self.agent.scripts, on_output,
+                                self._hung_up))
+
+    def _hung_up(self) -> bool:
+        """Whether the host closed its end (checked while a request runs long: its work is
+        then stopped). A request pipelined meanwhile reads as "still there"."""
+        raw = self.fs.sock.tls if isinstance(self.fs.sock, TLSStream) else self.fs.sock
+        try:
+            readable, _, _ = select.select([raw], [], [], 0)
+            if not readable:
+                return False
+            return socket.socket.recv(raw, 1, socket.MSG_PEEK) == b""
+        except (BlockingIOError, InterruptedError):
+            return False
+        except (OSError, ValueError):
+            return True
+
+    # --- debugging (protocol version 3) ---
+
+    def _send_event(self, event: Dict[str, Any]) -> None:
+        if self.events is None:
+            self.events = logs.LogSubscription(self.fs.send, 0)
+            self.events.start()
+        self.events.offer(event)
+
+    def on_debug_start(self, header: Dict[str, Any], payload: Payload) -> Reply:
+        session = self._session()
+        model_file = self._model_file(session, header.get("model"))
+        run = self.agent.debug_runs.start(
+            session, self.host_id, header.get("path"), model_file, header.get("timeout_s"),
+            field_of(header, "wait", bool, True), self._send_event,
+            field_of(header, "stream", bool, False))
+        return Reply(run.describe())
+
+    def on_debug_stop(self, header: Dict[str, Any], payload: Payload) -> Reply:
+        run = self.agent.debug_runs.find(header.get("debug_id"), self.host_id)
+        run.kill()
+        run.ended.wait(10.0)
+        return Reply({"debug_id": run.id, "exit_code": run.exit_code})
+
+    def on_debug_tunnel(self, header: Dict[str, Any], payload: Payload) -> None:
+        if self.session is not None or self.subscription is not None or self.events is not None:
+            raise ProtocolError(Err.BAD_REQUEST, "debug.tunnel takes a connection of its own: "
+                                                 "this one has a session, a log subscription or "
+                                                 "debug runs; open another connection")
+        run: DebugRun = self.agent.debug_runs.find(header.get("debug_id"), self.host_id)
+        dap = run.connect()
+        payload.discard()
+        try:
+            self._send_reply(Msg.DEBUG_TUNNEL, header.get("id"), Reply({"debug_id": run.id}))
+        except BaseException:
+            dap.close()
+            run.kill()
+            raise
+        # From here on this connection carries debugpy's bytes, not frames.
+        self._closing = True
+        self.sock.settimeout(None)
+        tune_for_tunnel(self.fs.sock)
+        log.info("%s attached a debugger to %s", self.peer, run.relative)
+        ended_by = pump_tunnel(self.fs.sock, dap, run.id)
+        if ended_by == "debugpy":
+            # debugpy closes the tunnel as the script ends (or after the debugger detached):
+            # give the script the time to end by itself.
+            run.ended.wait(TUNNEL_LINGER_S)
+        if run.child.poll() is None:
+            log.info("the debugger of %s %s; stopping the script", run.relative,
+                     "hung up" if ended_by == "host" else "detached")
+        run.kill()
+        return None

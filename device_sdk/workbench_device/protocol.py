@@ -1,4 +1,4 @@
-"""The debug link's wire protocol, version 2: frames, message names, error codes, tensors.
+"""The debug link's wire protocol, versions 2 and 3: frames, message names, error codes, tensors.
 
 This module is the one definition of the protocol; the agent, ``client.py`` and the host side of
 Workbench import it. It does no I/O (``wire.py`` moves frames over sockets), so a parser bug can
@@ -22,10 +22,16 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 MAGIC = b"WBDL"
-VERSION = 2
+# The highest protocol version this end speaks (what the agent announces).
+VERSION = 3
 # Every protocol version this end speaks; hello picks the highest one both ends speak. Version 1
 # was clear text: an agent of this version answers its frames with "update Workbench" only.
-SUPPORTED_VERSIONS = (2,)
+# Version 3 adds debugging a script on the device (debug.start, debug.stop, and debug.tunnel,
+# which turns its connection into a raw byte stream).
+SUPPORTED_VERSIONS = (2, 3)
+# The version byte of a connection's frames until a hello chose another: every agent that speaks
+# TLS speaks it.
+FIRST_VERSION = 2
 CLEAR_TEXT_VERSION = 1
 PREFIX = struct.Struct(">4sBBHIQ")
 PREFIX_SIZE = PREFIX.size  # 20
@@ -64,16 +70,25 @@ class Msg:
     FILE_GET = "file.get"
     SCRIPT_RUN = "script.run"
     LOGS_SUBSCRIBE = "logs.subscribe"
+    DEBUG_START = "debug.start"
+    DEBUG_STOP = "debug.stop"
+    DEBUG_TUNNEL = "debug.tunnel"
     CLOSE = "close"
     # Agent to host only.
     ERROR = "error"
     LOG = "log"
+    # Events (no id): a script's output as it runs, and the end of a script being debugged.
+    SCRIPT_OUTPUT = "script.output"
+    DEBUG_EXITED = "debug.exited"
 
     REQUESTS = (HELLO, PAIR_BEGIN, PAIR_FINISH, INFO, SESSION_OPEN, MODEL_HAS, PUSH_BEGIN, PUSH_CHUNK, PUSH_END,
                 MODEL_LOAD, MODEL_RUN, MODEL_BENCH, FILE_PUT, FILE_GET, SCRIPT_RUN, LOGS_SUBSCRIBE,
-                CLOSE)
+                DEBUG_START, DEBUG_STOP, DEBUG_TUNNEL, CLOSE)
     # What a connection without a pinned certificate may send: it can only pair.
     BEFORE_AUTH = (HELLO, PAIR_BEGIN, PAIR_FINISH, CLOSE)
+    # The protocol version a connection must have chosen (in hello) for these: on an older one
+    # they are unknown types, as they are to an agent of that version.
+    SINCE = {DEBUG_START: 3, DEBUG_STOP: 3, DEBUG_TUNNEL: 3}
 
 
 def ok(request_type: str) -> str:
@@ -97,6 +112,8 @@ class Err:
     BUSY = "busy"
     INTERNAL = "internal"
     UNSUPPORTED_VERSION = "unsupported_version"
+    # Version 3: the script being debugged ended before the debugger attached (debug.tunnel).
+    SCRIPT_EXITED = "script_exited"
 
     # Raised by hosts about a link, never sent by an agent.
     CERTIFICATE_CHANGED = "certificate_changed"
@@ -104,7 +121,7 @@ class Err:
 
     ALL = (BAD_FRAME, TOO_LARGE, UNKNOWN_TYPE, NOT_AUTHENTICATED, PAIRING_LOCKED, BAD_CODE,
            NOT_FOUND, BAD_REQUEST, SANDBOX, RUNTIME, BUSY, INTERNAL,
-           UNSUPPORTED_VERSION)
+           UNSUPPORTED_VERSION, SCRIPT_EXITED)
 
 
 class ProtocolError(Exception):
@@ -160,28 +177,32 @@ def encode_header(header: Mapping[str, Any]) -> bytes:
     return data
 
 
-def encode_prefix(header_len: int, payload_len: int, version: int = VERSION) -> bytes:
+def encode_prefix(header_len: int, payload_len: int, version: int = FIRST_VERSION) -> bytes:
     return PREFIX.pack(MAGIC, version, 0, 0, header_len, payload_len)
 
 
-def frame_bytes(header: Mapping[str, Any], payload: bytes = b"", version: int = VERSION) -> bytes:
+def frame_bytes(header: Mapping[str, Any], payload: bytes = b"",
+                version: int = FIRST_VERSION) -> bytes:
     """A whole frame as one bytes object (for small frames and tests)."""
     data = encode_header(header)
     return encode_prefix(len(data), len(payload), version) + data + bytes(payload)
 
 
 def parse_prefix(data: bytes, max_header: int = MAX_HEADER,
-                 max_payload: int = MAX_PAYLOAD) -> Tuple[int, int]:
-    """``(header_len, payload_len)`` from the first PREFIX_SIZE bytes of a frame; FrameError
-    (bad_frame, or too_large for a header or payload over the limits)."""
+                 max_payload: int = MAX_PAYLOAD,
+                 versions: Sequence[int] = SUPPORTED_VERSIONS) -> Tuple[int, int]:
+    """``(header_len, payload_len)`` from the first PREFIX_SIZE bytes of a frame whose version
+    byte is one of ``versions``; FrameError (bad_frame, or too_large for a header or payload
+    over the limits)."""
     if len(data) < PREFIX_SIZE:
         raise FrameError(Err.BAD_FRAME, f"a frame starts with {PREFIX_SIZE} bytes, got {len(data)}")
     magic, version, _flags, _reserved, header_len, payload_len = PREFIX.unpack_from(data)
     if magic != MAGIC:
         raise FrameError(Err.BAD_FRAME, f"not a Workbench debug link frame (magic {bytes(magic)!r})")
-    if version != VERSION:
+    if version not in versions:
+        speaks = ", ".join(str(v) for v in versions)
         raise FrameError(Err.BAD_FRAME, f"protocol version {version} is not supported; this end "
-                                        f"speaks version {VERSION}")
+                                        f"speaks version {speaks}")
     if header_len > max_header:
         raise FrameError(Err.TOO_LARGE, f"a header of {header_len} bytes is over the "
                                         f"{max_header}-byte limit")

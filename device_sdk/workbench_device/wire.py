@@ -21,9 +21,11 @@ import time
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 from workbench_device.protocol import (
+    FIRST_VERSION,
     MAX_HEADER,
     MAX_PAYLOAD,
     PREFIX_SIZE,
+    SUPPORTED_VERSIONS,
     ConnectionClosed,
     encode_header,
     encode_prefix,
@@ -60,6 +62,28 @@ def tune(sock: socket.socket) -> None:
             sock.setsockopt(level, option, 1)
         except OSError:
             pass  # not a TCP socket (a socketpair in a test): nothing to tune
+
+
+# A tunnel may stay quiet for hours (a program stopped at a breakpoint), and its end must be
+# noticed when the other side vanished without closing (a cable pulled): probe after 30 s of
+# silence, every 10 s, and give up after 3 unanswered probes.
+TUNNEL_KEEPALIVE = (30, 10, 3)
+
+
+def tune_for_tunnel(sock: Any) -> None:
+    """Keep-alive probes soon enough that a tunnel whose peer vanished ends within a minute or
+    two rather than the system's default of hours (where the system lets a socket say so)."""
+    raw = sock.tls if isinstance(sock, TLSStream) else sock
+    idle, interval, count = TUNNEL_KEEPALIVE
+    for name, value in (("TCP_KEEPIDLE", idle), ("TCP_KEEPINTVL", interval),
+                        ("TCP_KEEPCNT", count)):
+        option = getattr(socket, name, None)
+        if option is None:
+            continue
+        try:
+            socket.socket.setsockopt(raw, socket.IPPROTO_TCP, option, value)
+        except OSError:
+            pass
 
 
 class TLSStream:
@@ -141,6 +165,17 @@ class TLSStream:
         # to the thread that uses it.
         socket.socket.shutdown(self.tls, how)
 
+    def close_notify(self) -> None:
+        """Send TLS's close_notify: the peer reads an orderly end (no more bytes) rather than a
+        connection cut short. Its answer is not waited for."""
+        with self._lock:
+            try:
+                self.tls.unwrap()
+            except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
+                pass  # sent; the peer's close_notify has not come (and need not)
+            except (OSError, ValueError):
+                pass  # the connection is gone already
+
     def close(self) -> None:
         self.tls.close()
 
@@ -156,6 +191,11 @@ class FrameSocket:
         self.sock = sock
         self.max_header = max_header
         self.max_payload = max_payload
+        # The version byte of the frames sent: the protocol version the connection's hello
+        # chose (until then the first one every TLS agent speaks). Frames of any version this
+        # end speaks are read: one pipelined behind a hello may still carry the old one.
+        self.version = FIRST_VERSION
+        self.versions: Sequence[int] = SUPPORTED_VERSIONS
         self._send_lock = threading.Lock()
         self._prefix = bytearray(PREFIX_SIZE)
         self._pipe: Optional[Tuple[int, int]] = None
@@ -195,7 +235,8 @@ class FrameSocket:
             on_first_byte()
         if n < PREFIX_SIZE:
             self.recv_exact_into(view[n:])
-        header_len, payload_len = parse_prefix(self._prefix, self.max_header, self.max_payload)
+        header_len, payload_len = parse_prefix(self._prefix, self.max_header, self.max_payload,
+                                               self.versions)
         header_bytes = bytearray(header_len)
         self.recv_exact_into(memoryview(header_bytes))
         return parse_header(header_bytes), payload_len
@@ -351,7 +392,7 @@ class FrameSocket:
         views = [memoryview(p).cast("B") for p in parts if len(memoryview(p))]
         payload_len = sum(len(v) for v in views)
         header_bytes = encode_header(header)
-        head = encode_prefix(len(header_bytes), payload_len) + header_bytes
+        head = encode_prefix(len(header_bytes), payload_len, self.version) + header_bytes
         with self._send_lock:
             if payload_len + len(head) < _JOIN_BELOW:
                 self.sock.sendall(b"".join([head, *views]))
@@ -364,7 +405,7 @@ class FrameSocket:
         """Send one frame whose payload is ``count`` bytes of the open binary ``file`` from
         ``offset``, by sendfile where the system has it (the bytes never enter Python)."""
         header_bytes = encode_header(header)
-        head = encode_prefix(len(header_bytes), count) + header_bytes
+        head = encode_prefix(len(header_bytes), count, self.version) + header_bytes
         with self._send_lock:
             self.sock.sendall(head)
             if isinstance(self.sock, TLSStream):

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from workbench_device.protocol import (
     CLEAR_TEXT_VERSION,
+    FIRST_VERSION,
     MAGIC,
     MAX_HEADER,
     PREFIX_SIZE,
@@ -41,7 +42,9 @@ def test_a_frame_survives_encoding_and_decoding():
     assert frame.header == header and bytes(frame.payload) == payload
     assert frame.type == Msg.PUSH_CHUNK and frame.id == 7
     assert data[used:] == b"next frame"
-    assert data[:4] == MAGIC and data[4] == VERSION == 2
+    # A frame carries version 2 unless it is of a connection whose hello chose another.
+    assert data[:4] == MAGIC and data[4] == FIRST_VERSION == 2
+    assert decode_frame(frame_bytes(header, payload, version=3))[0].header == header
     assert struct.unpack(">IQ", data[8:PREFIX_SIZE]) == (len(json.dumps(
         header, separators=(",", ":"), ensure_ascii=False).encode()), len(payload))
 
@@ -51,7 +54,7 @@ def test_every_malformed_prefix_and_header_is_a_frame_error_with_its_code():
     cases = {
         "bad magic": (b"XXXX" + good[4:], Err.BAD_FRAME),
         "version 1 (clear text)": (good[:4] + b"\x01" + good[5:], Err.BAD_FRAME),
-        "version 3": (good[:4] + b"\x03" + good[5:], Err.BAD_FRAME),
+        "version 4": (good[:4] + b"\x04" + good[5:], Err.BAD_FRAME),
         "oversized header": (encode_prefix(MAX_HEADER + 1, 0), Err.TOO_LARGE),
         "oversized payload": (encode_prefix(2, 1 << 40) + b"{}", Err.TOO_LARGE),
         "not json": (encode_prefix(5, 0) + b"{nope", Err.BAD_FRAME),
@@ -222,7 +225,11 @@ def test_tensor_descriptions_that_do_not_fit_the_payload_are_refused():
 def test_replies_are_named_after_their_requests():
     assert ok(Msg.PUSH_BEGIN) == "push.begin.ok"
     assert set(Msg.BEFORE_AUTH) <= set(Msg.REQUESTS)
-    assert len(set(Err.ALL)) == len(Err.ALL) == 13 and Err.UNSUPPORTED_VERSION in Err.ALL
+    assert len(set(Err.ALL)) == len(Err.ALL) == 14 and Err.UNSUPPORTED_VERSION in Err.ALL
+    assert Err.SCRIPT_EXITED in Err.ALL
+    # Version 3's messages are requests too, and need that version.
+    assert set(Msg.SINCE) == {Msg.DEBUG_START, Msg.DEBUG_STOP, Msg.DEBUG_TUNNEL} <= set(Msg.REQUESTS)
+    assert set(Msg.SINCE.values()) == {3}
     # What a host says about a link is never an agent's reply.
     assert Err.CERTIFICATE_CHANGED not in Err.ALL and Err.NOT_PAIRED not in Err.ALL
     # A connection without a pinned certificate may only say hello and pair.
@@ -242,14 +249,16 @@ def test_a_clear_text_frame_of_version_1_is_built_for_old_hosts_and_refused_as_i
 
 
 def test_the_versions_this_end_speaks_leave_version_1_hosts_out():
-    assert VERSION == 2 and SUPPORTED_VERSIONS == (2,) and CLEAR_TEXT_VERSION == 1
+    assert VERSION == 3 and SUPPORTED_VERSIONS == (2, 3) and CLEAR_TEXT_VERSION == 1
     for hello in ({}, {"protocol": 1}, {"versions": [1]}):  # what version 1 hosts send
         with pytest.raises(ProtocolError) as error:
             negotiate_version(hello)
         assert error.value.code == Err.UNSUPPORTED_VERSION
-        assert error.value.extra == {"versions": [2]}
-    assert negotiate_version({"versions": [1, 2]}) == 2
-    assert negotiate_version({"protocol": 3}) == 2
+        assert error.value.extra == {"versions": [2, 3]}
+    assert negotiate_version({"versions": [1, 2]}) == 2  # a version 2 host stays at 2
+    assert negotiate_version({"protocol": 2}) == 2
+    assert negotiate_version({"protocol": 3}) == 3
+    assert negotiate_version({"versions": [2, 3]}) == 3
 
 
 def test_a_hex_field_gives_its_bytes_and_refuses_anything_else():

@@ -42,7 +42,8 @@ def test_hello_is_served_before_authentication_with_every_field(agent):
         header, payload = link.reply(1)
         assert header["type"] == "hello.ok" and payload == b""
         assert isinstance(header["agent"], str) and header["agent"]
-        assert header["protocol"] == VERSION and header["versions"] == [VERSION]
+        # The documented hello speaks up to version 2; the agent speaks 2 and 3 (section 13).
+        assert header["protocol"] == VERSION and {2, 3} <= set(header["versions"])
         assert isinstance(header["name"], str) and isinstance(header["device_id"], str)
         assert header["device_id"]
         assert header["paired"] is False and header["auth"] == "pairing"
@@ -158,7 +159,7 @@ MALFORMED = {
     "bad magic": (b"NOPE" + DOCUMENTED_HELLO[4:], "bad_frame"),
     "version 1 inside TLS": (DOCUMENTED_HELLO[:4] + bytes([1]) + DOCUMENTED_HELLO[5:],
                              "bad_frame"),
-    "version 3": (DOCUMENTED_HELLO[:4] + bytes([3]) + DOCUMENTED_HELLO[5:], "bad_frame"),
+    "version 4": (DOCUMENTED_HELLO[:4] + bytes([4]) + DOCUMENTED_HELLO[5:], "bad_frame"),
     "header over 64 KiB": (prefix(MAX_HEADER + 1, 0) + b"{" * 100, "too_large"),
     "payload over 1 GiB": (prefix(2, (1 << 30) + 1) + b"{}", "too_large"),
     "header not JSON": (prefix(9, 0) + b"not json!", "bad_frame"),
