@@ -192,14 +192,16 @@ def host(agent, make_host) -> Tuple[str, Identity, str]:
 
 @pytest.fixture
 def connect(agent, host) -> Callable[..., Link]:
-    """``connect(session=True) -> Link``: a connection with the paired host's certificate, which
-    is authenticated from its first frame (with a session), closed after the test."""
+    """``connect(session=True, versions=[2]) -> Link``: a connection with the paired host's
+    certificate, which is authenticated from its first frame (with a session), said hello to
+    offering ``versions``, closed after the test."""
     links: List[Link] = []
 
-    def open_link(session: bool = True, runtime: Optional[str] = None) -> Link:
+    def open_link(session: bool = True, runtime: Optional[str] = None,
+                  versions: Optional[List[int]] = None) -> Link:
         link = agent.link(identity=host[1], pin=host[2])
         links.append(link)
-        hello = link.hello()
+        hello = link.hello(versions)
         assert hello["paired"] is True and hello["auth"] == "certificate", hello
         if session:
             fields = {"runtime": runtime} if runtime else {}

@@ -21,7 +21,11 @@ from .pairing import MESSAGE_BYTES, HostExchange, Identity, fingerprint
 # Section 2: magic, version, flags, reserved, header_len (u32), payload_len (u64), big-endian.
 PREFIX = struct.Struct(">4sBBHIQ")
 MAGIC = b"WBDL"
+# The version this suite's hosts speak unless a test says otherwise (a version-2 host, which a
+# version-3 agent still serves), and every version the page has (section 13).
 VERSION = 2
+VERSION_3 = 3
+SPOKEN = (2, 3)
 # Section 13: the version of the clear-text frames of protocol 1.
 CLEAR_TEXT_VERSION = 1
 MAX_HEADER = 64 * 1024
@@ -30,7 +34,7 @@ BASE_CHUNK = 4 * 1024 * 1024
 BEFORE_AUTH_PAYLOAD = 64 * 1024
 ERROR_CODES = {"bad_frame", "too_large", "unknown_type", "not_authenticated", "pairing_locked",
                "bad_code", "not_found", "bad_request", "sandbox", "runtime", "busy", "internal",
-               "unsupported_version"}
+               "unsupported_version", "script_exited"}
 # Section 7: the dtypes a tensor may have, and their sizes.
 ITEMSIZE = {"float16": 2, "float32": 4, "float64": 8, "int8": 1, "uint8": 1, "int16": 2,
             "uint16": 2, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8, "bool": 1}
@@ -139,6 +143,12 @@ class Link:
             assert self.agent_fingerprint == pin, "the agent's certificate is not the pinned one"
         self.next_id = 1
         self.logs: List[Dict[str, Any]] = []
+        # Events other than log lines (section 3), in the order they came.
+        self.events: List[Dict[str, Any]] = []
+        # The version byte this host sends (section 2: 2 until a hello.ok chose another), and
+        # the one of the last frame read.
+        self.version = VERSION
+        self.read_version: Optional[int] = None
 
     # --- bytes ---
 
@@ -169,7 +179,8 @@ class Link:
         if head is None:
             return None
         magic, version, flags, reserved, header_len, payload_len = PREFIX.unpack(head)
-        assert magic == MAGIC and version == VERSION, head
+        assert magic == MAGIC and version in SPOKEN, head
+        self.read_version = version
         assert flags == 0 and reserved == 0, head
         assert header_len <= MAX_HEADER
         header_bytes = self._exact(header_len)
@@ -206,7 +217,7 @@ class Link:
         self.next_id += 1
         header = {"type": kind, "id": request_id}
         header.update(fields)
-        self.sock.sendall(encode(header, payload))
+        self.sock.sendall(encode(header, payload, self.version))
         return request_id
 
     def reply(self, request_id: Optional[int]) -> Frame:
@@ -218,6 +229,9 @@ class Link:
             if header.get("type") == "log":
                 assert "id" not in header, header
                 self.logs.append(header)
+                continue
+            if "id" not in header:  # an event (section 3)
+                self.events.append(header)
                 continue
             assert header.get("id") == request_id, (header, request_id)
             return header, payload
@@ -250,12 +264,26 @@ class Link:
 
     # --- the handshake and pairing (sections 5 and 6) ---
 
-    def hello(self) -> Dict[str, Any]:
-        reply = self.ok("hello", client="conformance-suite/2", versions=[VERSION])
-        assert reply["protocol"] == VERSION and VERSION in reply["versions"], reply
+    def hello(self, versions: Optional[List[int]] = None) -> Dict[str, Any]:
+        """``hello`` offering ``versions`` (version 2 alone unless given); from its reply on,
+        this host sends frames of the version chosen (section 2)."""
+        versions = versions or [VERSION]
+        reply = self.ok("hello", client="conformance-suite/3", versions=versions)
+        assert reply["protocol"] == max(set(versions) & set(reply["versions"])), reply
         # Section 6: the agent names the certificate this connection got.
         assert reply["cert_fingerprint"] == self.agent_fingerprint, reply
+        self.version = reply["protocol"]
         return reply
+
+    def next_event(self) -> Dict[str, Any]:
+        """The next event (not a log line), from those kept or from the connection."""
+        while not self.events:
+            frame = self.read()
+            assert frame is not None, "the agent closed the connection before an event came"
+            header, _ = frame
+            assert "id" not in header, f"a reply no request waits for: {header}"
+            (self.logs if header.get("type") == "log" else self.events).append(header)
+        return self.events.pop(0)
 
     def begin_pairing(self, identity: Identity, host_id: str, code: str,
                       exchange: Optional[HostExchange] = None, cert: Optional[bytes] = None,
