@@ -1,7 +1,9 @@
 """A Debug Adapter Protocol client over any connected byte stream.
 
 The stream is socket-like and already connected: it has ``sendall(data: bytes)``,
-``recv(size: int) -> bytes`` (``b""`` once the other end has closed) and ``close()``. A TCP
+``recv(size: int) -> bytes`` (``b""`` once the other end has closed) and ``close()``, and
+may have ``shutdown(how)`` (called before ``close`` to wake the reader thread, as a socket
+needs). A TCP
 socket to an adapter is one; ``streams.PipeStream`` makes an adapter's stdin/stdout another; a
 tunnel through the device link can be a third. The client knows nothing else of the transport.
 
@@ -113,6 +115,13 @@ class DapClient:
 
     def close(self) -> None:
         """Close the stream; waiting requests fail and the closed handlers run."""
+        shutdown = getattr(self.stream, "shutdown", None)
+        if shutdown is not None:
+            # A socket's close alone does not wake a recv blocked on it; a shutdown does.
+            try:
+                shutdown(2)  # socket.SHUT_RDWR
+            except OSError:
+                pass
         try:
             self.stream.close()
         except OSError:
