@@ -65,6 +65,7 @@ class CodeEditor(QPlainTextEdit):
         self._find_highlights: list[QTextEdit.ExtraSelection] = []
         self.diagnostics: list[EditorDiagnostic] = []
         self._diagnostic_marks: list[QTextEdit.ExtraSelection] = []
+        self._line_marks: dict[str, list[QTextEdit.ExtraSelection]] = {}
         self.bracket_match: tuple[int, int] | None = None
         self.path: Path | None = None
         """The file shown (what completion and hover providers are told)."""
@@ -252,8 +253,19 @@ class CodeEditor(QPlainTextEdit):
         self._diagnostic_marks = diagnostic_selections(self.document(), self.diagnostics)
         self._refresh_highlights()
 
+    def set_line_marks(self, owner: str, selections: list[QTextEdit.ExtraSelection]) -> None:
+        """Show another capability's highlights (the debugger's current line), kept under
+        ``owner`` until it replaces them (an empty list takes them away)."""
+        if selections:
+            self._line_marks[owner] = list(selections)
+        else:
+            self._line_marks.pop(owner, None)
+        self._refresh_highlights()
+
     def _refresh_highlights(self) -> None:
         selections = [self._current_line_selection()]
+        for marks in self._line_marks.values():
+            selections.extend(marks)
         selections.extend(self._diagnostic_marks)
         selections.extend(self._find_highlights)
         selections.extend(self._bracket_selections())

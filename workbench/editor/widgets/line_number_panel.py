@@ -1,9 +1,16 @@
-"""The gutter left of the editor with line numbers, painted only for the visible lines."""
+"""The gutter left of the editor with line numbers, painted only for the visible lines.
+
+Other capabilities mark lines here (the debugger's breakpoints): they ask for a strip left of
+the numbers with ``set_marker_width``, paint in it through ``marker_painters``, and hear clicks
+on a line through ``sig_line_clicked`` and ``sig_line_menu_requested``.
+"""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRect, QSize, Qt
-from PySide6.QtGui import QColor, QPainter, QPaintEvent
+from typing import Callable
+
+from PySide6.QtCore import QPoint, QRect, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QContextMenuEvent, QMouseEvent, QPainter, QPaintEvent
 from PySide6.QtWidgets import QPlainTextEdit, QWidget
 
 from workbench.qt import theme
@@ -14,10 +21,20 @@ class LineNumberPanel(QWidget):
 
     PADDING = 8
 
+    sig_line_clicked = Signal(int)
+    """The gutter was clicked (left button) beside this 1-based line."""
+
+    sig_line_menu_requested = Signal(int, QPoint)
+    """A context menu was asked for beside this 1-based line, at this global position."""
+
     def __init__(self, editor: QPlainTextEdit) -> None:
         super().__init__(editor)
         self.editor = editor
         self._margin = -1
+        self.marker_width = 0
+        self.marker_painters: list[Callable[[QPainter, int, QRect], None]] = []
+        """Each is called with (painter, 1-based line, the line's rectangle in the marker
+        strip) for every visible line."""
         editor.blockCountChanged.connect(self.update_width)
         editor.updateRequest.connect(self._on_update_request)
         editor.cursorPositionChanged.connect(self.update)
@@ -26,7 +43,39 @@ class LineNumberPanel(QWidget):
     def width_needed(self) -> int:
         """Pixels wide enough for the largest line number."""
         digits = max(3, len(str(max(1, self.editor.blockCount()))))
-        return self.PADDING * 2 + self.editor.fontMetrics().horizontalAdvance("9") * digits
+        return self.marker_width + self.PADDING * 2 + self.editor.fontMetrics().horizontalAdvance("9") * digits
+
+    def set_marker_width(self, width: int) -> None:
+        """Keep a strip ``width`` pixels wide left of the numbers for markers."""
+        self.marker_width = max(0, width)
+        self.update_width()
+        self.place()
+        self.update()
+
+    def line_at(self, y: float) -> int | None:
+        """The 1-based line at height ``y`` of the gutter (None below the last line)."""
+        editor = self.editor
+        block = editor.cursorForPosition(QPoint(0, int(y))).block()
+        if not block.isValid():
+            return None
+        bottom = editor.blockBoundingGeometry(block).translated(editor.contentOffset()).bottom()
+        return block.blockNumber() + 1 if y <= bottom else None
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802 (Qt override)
+        line = self.line_at(event.position().y())
+        if event.button() == Qt.MouseButton.LeftButton and line is not None:
+            self.sig_line_clicked.emit(line)
+            event.accept()
+            return
+        super().mousePressEvent(event)
+
+    def contextMenuEvent(self, event: QContextMenuEvent) -> None:  # noqa: N802 (Qt override)
+        line = self.line_at(event.pos().y())
+        if line is not None and self.receivers(self.sig_line_menu_requested) > 0:
+            self.sig_line_menu_requested.emit(line, event.globalPos())
+            event.accept()
+            return
+        super().contextMenuEvent(event)
 
     def sizeHint(self) -> QSize:  # noqa: N802 (Qt override)
         return QSize(self.width_needed(), 0)
@@ -73,5 +122,7 @@ class LineNumberPanel(QWidget):
                     0, top, self.width() - self.PADDING, height,
                     Qt.AlignmentFlag.AlignRight, str(number + 1),
                 )
+                for paint_marker in self.marker_painters:
+                    paint_marker(painter, number + 1, QRect(0, top, self.marker_width, bottom - top))
             block = block.next()
             top = bottom
