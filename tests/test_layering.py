@@ -17,7 +17,7 @@ from tests.layering import CAPABILITY_MAY_IMPORT, layering_faults, plugin_faults
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "workbench"
 HEAVY = {"torch", "onnx", "onnxruntime", "onnxscript", "git", "paramiko", "jupyter_client", "qtconsole",
-         "ipykernel", "sklearn", "pyqtgraph"}
+         "ipykernel", "sklearn", "pyqtgraph", "debugpy", "pylsp", "jedi", "matplotlib"}
 MAX_LINES = 800
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import sys
 
 HEAVY_MODULES = ("torch", "onnx", "onnxruntime", "onnxscript", "git", "paramiko", "jupyter_client",
-                 "qtconsole", "ipykernel", "sklearn", "pyqtgraph")
+                 "qtconsole", "ipykernel", "sklearn", "pyqtgraph", "debugpy", "pylsp",
+                 "sansio_lsp_client", "jedi", "matplotlib")
 
 
 def heavy_modules_loaded() -> list[str]:
