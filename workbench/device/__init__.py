@@ -1,7 +1,8 @@
 """The device capability: the host side of the debug link to an agent on a phone or board.
 
 Qt-free services here (finding devices, pairing, the link that pushes, runs and benchmarks
-models, verification against this computer, the local agent), the ``workbench device …``
+models, verification against this computer, the local agent, scripts run on a device with their
+output streamed, and debugging a script on a device through the link's tunnel), the ``workbench device …``
 commands in ``cli.py``, and the Devices panel in ``widgets/``. The wire protocol itself is
 ``workbench_device.protocol`` (device_sdk), the one definition both sides use.
 
@@ -48,6 +49,12 @@ _WHERE = {
     "serve_local": "serve_local",
     "stop_local": "serve_local",
     "running_local_agent": "serve_local",
+    "ScriptRun": "scripts",
+    "run_script_on_device": "scripts",
+    "DeviceDebugRun": "device_debug",
+    "DebugTunnel": "device_debug",
+    "TunnelClosed": "device_debug",
+    "start_device_debug": "device_debug",
 }
 
 __all__ = sorted(_WHERE)
@@ -57,6 +64,12 @@ __getattr__, __dir__ = lazy_exports(__name__, _WHERE, globals())
 
 
 if TYPE_CHECKING:
+    from workbench.device.device_debug import (
+        DebugTunnel,
+        DeviceDebugRun,
+        TunnelClosed,
+        start_device_debug,
+    )
     from workbench.device.discovery import (
         KnownDevice,
         SeenDevice,
@@ -77,6 +90,7 @@ if TYPE_CHECKING:
     )
     from workbench.device.link import DeviceLink, DeviceTarget, LoadedModel, pair_device, resolve
     from workbench.device.paired import PairedDevice, PairedDevices, user_data_dir
+    from workbench.device.scripts import ScriptRun, run_script_on_device
     from workbench.device.serve_local import LocalAgent, running_local_agent, serve_local, stop_local
     from workbench.device.verify import (
         OutputCheck,

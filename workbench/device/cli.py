@@ -606,3 +606,66 @@ def logs_command(device: str, level: str, count: int | None, seconds: float | No
         link.follow_logs(show, level=level, count=count, seconds=seconds, cancel=cancel)
     if cancel.cancelled:  # Ctrl+C is the way to stop following: no message
         raise SystemExit(CANCELLED_STATUS)
+
+
+# --- script ---
+
+@device_group.command("script", context_settings=_CONTEXT,
+                      short_help="Run a Python script on a device, its output streamed here.")
+@click.argument("device")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--model", type=click.Path(path_type=Path),
+              help="A model to push and load first; the script finds its file in "
+                   "WORKBENCH_MODEL.")
+@click.option("--runtime", type=click.Choice(RUNTIMES), default="onnxruntime", show_default=True,
+              help="The runtime the model is loaded with on the device.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(0.1, 86400), default=600.0,
+              show_default=True, help="Stop the script after this many seconds.")
+@_json_option
+@_command
+def script_command(device: str, file: Path, model: Path | None, runtime: str, timeout_s: float,
+                   as_json: bool, cancel=None) -> None:
+    """Run FILE (a Python script) on DEVICE with the device's Python, in a folder of its own
+    there, and show what it prints as it prints it. The command ends with the script's exit
+    status (124 when it ran out of time); Ctrl+C stops it on the device.
+
+    The script goes to the device at its path in the project holding it (the folder with
+    workbench.toml above it), else under its own name; it finds that folder on the device in
+    WORKBENCH_SESSION_DIR and, with --model, the model's file in WORKBENCH_MODEL. With --json
+    its output goes to stderr and stdout gets the result (exit_code, seconds, result, the end
+    of its output).
+    """
+    from workbench.device.scripts import run_script_on_device
+
+    path = file.expanduser().absolute()
+    model_path = _model_path(model, runtime) if model is not None else None
+    out = sys.stderr if as_json else sys.stdout
+    status = ProgressLine()
+
+    def show(stream: str, text: str) -> None:
+        status.close()  # the script's output is what is shown from here on
+        target = sys.stderr if stream == "stderr" else out
+        target.write(text)
+        target.flush()
+
+    try:
+        with _open(device, runtime) as link:
+            run = run_script_on_device(link, path, _project_of(path), model_path,
+                                       timeout_s=timeout_s, on_output=show, progress=status,
+                                       cancel=cancel)
+    finally:
+        status.close()
+    if as_json:
+        emit(run.to_json(), True, "")
+    else:
+        click.echo(run.summary(), err=True)
+    if run.exit_status:
+        raise SystemExit(run.exit_status)
+
+
+def _project_of(path: Path) -> Path | None:
+    """The project folder (the one with workbench.toml) holding ``path``, else None."""
+    for folder in path.parents:
+        if (folder / "workbench.toml").is_file():
+            return folder
+    return None

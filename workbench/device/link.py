@@ -614,12 +614,68 @@ class DeviceLink:
         return self._call(f"send {path}", DeviceClient.get_file, path)
 
     def run_script(self, path: str, model: LoadedModel | str | None = None,
-                   timeout_s: float = 60.0) -> dict:
+                   timeout_s: float = 60.0,
+                   on_output: Callable[[str, str], None] | None = None) -> dict:
         """Run a Python script in the session's folder on the device; exit_code, stdout, stderr
-        and result (the JSON it printed last or wrote to result.json)."""
+        and result (the JSON it printed last or wrote to result.json). ``on_output(stream,
+        text)`` gets its output while it runs ("stdout" / "stderr")."""
         self._session()
         handle = self._handle(model) if model is not None else None
-        return self._call(f"run {path}", DeviceClient.run_script, path, handle, timeout_s)
+        return self._call(f"run {path}", DeviceClient.run_script, path, handle, timeout_s,
+                          on_output)
+
+    # --- debugging (protocol 3; see device_debug.py) ---
+
+    @property
+    def protocol(self) -> int:
+        """The protocol version this link's connection speaks (connecting first)."""
+        if self._client is None:
+            self.connect()
+        return self._client.protocol
+
+    def start_debug(self, path: str, model: LoadedModel | str | None = None, wait: bool = True,
+                    timeout_s: float | None = None) -> dict:
+        """Start the script ``path`` (in the session's folder) under debugpy on the device:
+        debug_id, pid, program and sandbox (its paths there)."""
+        if self.protocol < 3:
+            raise DeviceError(f"{_named(self.address, self.known_name)} runs an agent of protocol "
+                              f"{self.protocol}, which cannot debug scripts: update "
+                              "workbench-device-agent on it (pip install -U "
+                              "'workbench-device-agent[debug]')")
+        self._session()
+        handle = self._handle(model) if model is not None else None
+        return self._call(f"debug {path}", DeviceClient.start_debug, path, handle, timeout_s,
+                          wait)
+
+    def stop_debug(self, debug_id: str) -> dict:
+        return self._call("stop the script it debugs", DeviceClient.stop_debug, debug_id)
+
+    def next_event(self, timeout: float = 1.0) -> dict | None:
+        """The next event the device sends on this link (a debugged script's output or end),
+        None when none comes within ``timeout``."""
+        return self._call("send its events", DeviceClient.next_event, timeout)
+
+    def tunnel_client(self, debug_id: str) -> DeviceClient:
+        """A new connection to the device switched into the tunnel of ``debug_id`` (its
+        ``fs.sock`` is the stream; see ``device_debug.DebugTunnel``)."""
+        identity = self.devices.keys.identity()
+        pin = self.devices.pin(self.device_id) if self.device_id else None
+        client = _connect(self.target, self.timeout, identity, pin)
+        try:
+            client.hello(self.devices.host_id())
+            client.open_tunnel(debug_id)
+        except ProtocolError as exc:
+            client.fs.close()
+            if exc.code == Err.SCRIPT_EXITED:
+                said = str(exc.extra.get("stderr") or "").strip().splitlines()
+                raise DeviceError(f"{_named(self.address, self.known_name)}: {exc.message}"
+                                  + (f" ({said[-1]})" if said else "") + "; debug it again",
+                                  exc.code) from None
+            raise _remote_error(exc, self.address, "attach the debugger", self.name) from None
+        except OSError as exc:
+            client.fs.close()
+            raise _lost(self.address, exc, self.known_name) from None
+        return client
 
     # --- logs ---
 
