@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO, Any, Callable
 
 from workbench.console.errors import ConsoleError
-from workbench.console.interpreter import SETTING, Interpreter
+from workbench.console.interpreter import SETTING, Interpreter, project_interpreter
 from workbench.project import PROJECT_FILE
 from workbench.tasks import Cancelled, CancelToken
 
@@ -166,12 +166,27 @@ def start_kernel(interpreter: Interpreter, cwd: Path, *, on_launched: Callable[[
     return kernel
 
 
+def start_project_kernel(root: Path, *, on_launched: Callable[[Kernel], None] | None = None,
+                         cancel: CancelToken | None = None, ready_timeout: float = READY_TIMEOUT_S) -> Kernel:
+    """``start_kernel`` in project folder ``root`` with the interpreter its ``workbench.toml``
+    names now (read again each time, so a fixed setting takes effect on the next start)."""
+    from workbench.project import ProjectError, load_project
+
+    try:
+        project = load_project(root)
+    except ProjectError as exc:
+        raise ConsoleError(str(exc)) from None
+    return start_kernel(project_interpreter(project), project.root, on_launched=on_launched, cancel=cancel,
+                        ready_timeout=ready_timeout)
+
+
 def _wait_until_ready(kernel: Kernel, manager, cancel: CancelToken | None, timeout: float) -> None:
     """Ask for kernel_info until the kernel answers, it exits, the time is up or ``cancel``."""
     import queue
 
     client = manager.client()
-    client.start_channels()
+    # The shell channel is all it takes to ask; a heartbeat thread would only race the stop.
+    client.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=False)
     try:
         deadline = time.monotonic() + timeout
         asked = 0.0

@@ -53,6 +53,7 @@ def install(window) -> None:
             QTimer.singleShot(SHOWN_SETTLE_MS, panel, start_if_in_front)
 
     dock.visibilityChanged.connect(shown)
+    shown(True)  # a dock in front from the start (a saved layout, or no other bottom dock)
     commands = ConsoleCommands(window, panel, dock)
     commands.register()
     panel.console_commands = commands

@@ -17,8 +17,7 @@ from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QStackedWidget, QVBoxLayout, QWidget
 
 from workbench.console.errors import ConsoleError
-from workbench.console.interpreter import project_interpreter
-from workbench.console.kernel import READY_TIMEOUT_S, Kernel, start_kernel
+from workbench.console.kernel import READY_TIMEOUT_S, Kernel, start_project_kernel
 from workbench.console.namespace import SUMMARY_EXPRESSION, Variable, parse_summary_reply, probe_setup_code
 from workbench.qt.notice import NoticeBar
 
@@ -60,6 +59,7 @@ class ConsoleTab(QWidget):
         self._task_key = f"console.kernel.{next(_task_numbers)}"
         self._frontend_loaded = False
         self._pending: list[str] = []
+        self._awaiting_prompt = False
         self._summary_request: str | None = None
         self._launched: list[Kernel] = []
         self._launched_lock = threading.Lock()
@@ -90,16 +90,11 @@ class ConsoleTab(QWidget):
         """Start the kernel unless it runs or is starting (returns at once)."""
         if self.state in (STARTING, READY):
             return
-        try:
-            interpreter = project_interpreter(self.host.project)
-        except ConsoleError as exc:
-            self._die(str(exc))
-            return
         self._set_state(STARTING)
         self.notice.hide()
-        self.status_label.setText(f"Starting the Python kernel ({interpreter.path})…")
+        self.status_label.setText("Starting the Python kernel…")
         self.host.ensure_frontend(self._on_frontend_loaded)
-        self.host.tasks.run(self._task_key, start_kernel, interpreter, self.host.project.root,
+        self.host.tasks.run(self._task_key, start_project_kernel, self.host.project.root,
                             on_launched=self._remember, ready_timeout=self.ready_timeout,
                             on_done=self._on_kernel_started, on_error=self._on_kernel_failed,
                             title=f"Starting {self.title}…")
@@ -152,10 +147,10 @@ class ConsoleTab(QWidget):
         console started, still to be ended (``Kernel.shutdown``, from any thread)."""
         self._poll.stop()
         self.host.tasks.cancel(self._task_key)
-        self._detach()
+        current = self._detach()
         with self._launched_lock:
             launched, self._launched = self._launched, []
-        return launched
+        return launched + ([current] if current is not None and current not in launched else [])
 
     def is_busy(self) -> bool:
         """Code runs in the kernel, or Run commands wait for it."""
@@ -205,7 +200,7 @@ class ConsoleTab(QWidget):
             self.widget.custom_restart_requested.connect(self.restart)
             self.widget.custom_restart_kernel_died.connect(lambda _since: self._check_alive())
             self.widget.executed.connect(self._on_executed)
-            self.widget.sig_prompt_shown.connect(self._drain)
+            self.widget.sig_prompt_shown.connect(self._on_prompt_shown)
             self.widget._control.installEventFilter(_KeepConsoleKeys(self.widget))
             self._stack.addWidget(self.widget)
         self.client = make_client(self.kernel.connection_info)
@@ -216,6 +211,9 @@ class ConsoleTab(QWidget):
         self.widget.kernel_client = self.client
         self.client.execute(probe_setup_code(), silent=True, store_history=False)
         self._stack.setCurrentWidget(self.widget)
+        # Until the new kernel's first prompt, the prompt on screen (after a restart) is the old
+        # kernel's: code sent now would be dropped when the widget resets for the new one.
+        self._awaiting_prompt = True
         self._set_state(READY)
         self._poll.start()
         self.request_variables()
@@ -265,11 +263,19 @@ class ConsoleTab(QWidget):
 
     # --- executions and variables --------------------------------------------------------------
 
+    def accepts_input(self) -> bool:
+        """The kernel is up and its prompt waits for input."""
+        return self.state == READY and not self._awaiting_prompt and self.widget.has_prompt()
+
+    def _on_prompt_shown(self) -> None:
+        if self.state == READY:
+            self._awaiting_prompt = False
+        self._drain()
+
     def _drain(self) -> None:
         """Run the next waiting piece of code if the console is at its prompt."""
-        if self.state != READY or self.widget is None or not self._pending or not self.widget.has_prompt():
-            return
-        self.widget.execute(self._pending.pop(0))
+        if self._pending and self.accepts_input():
+            self.widget.execute(self._pending.pop(0))
 
     def _on_executed(self, _reply) -> None:
         self.sig_executed.emit()
