@@ -299,8 +299,16 @@ def info_command(device: str, as_json: bool) -> None:
              f"  python      {info.get('python') or '-'}",
              f"  agent       {info.get('agent_version') or '-'}",
              f"  sessions    {info.get('sessions', 0)} open",
-             f"  certificate {short_fingerprint(pin) if pin else '-'}"]
+             f"  certificate {short_fingerprint(pin) if pin else '-'}",
+             f"  debugging   {_debugging(info)}"]
     emit(info, as_json, "\n".join(lines))
+
+
+def _debugging(info: dict) -> str:
+    debug = info.get("debug")
+    if isinstance(debug, dict) and debug.get("debugpy"):
+        return f"debugpy {debug['debugpy']}"
+    return "no (install debugpy on the device to debug scripts there)"
 
 
 # --- push ---

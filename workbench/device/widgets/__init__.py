@@ -1,7 +1,9 @@
 """The device capability's widgets: the Devices dock of a project window (paired, local and
 discovered devices; pairing; this computer's agent; Push and Verify of a model with its result
-table, latency and history; the device's log), its commands in the palette, and "Verify on
-Device…" in the right-click menus of .onnx and .mnn files in the Explorer and the Models panel.
+table, latency and history; the device's log; the output of a script run there), its commands
+in the palette, "Verify on Device…" in the right-click menus of .onnx and .mnn files in the
+Explorer and the Models panel, and "Run on Device" for Python scripts (the editor's current
+one, or one in the Explorer's menu).
 
 ``install(window)`` joins them to a project window after its first paint. The device services
 (zeroconf, keyring, NumPy, onnxruntime) are imported only inside the calls that need them, on
@@ -46,6 +48,9 @@ def install(window, browse_lan: bool = True) -> None:
         if runs.isVisible():
             runs.raise_()
     _register_commands(window, panel, dock)
+    from workbench.device.widgets.script_run import install_run_on_device
+
+    install_run_on_device(window, panel, dock)
     closed = getattr(window, "sig_closed", None)
     if closed is not None:
         closed.connect(panel.close_down)

@@ -99,7 +99,8 @@ def _clock(seconds) -> str:
 INFO_LABELS = {"name": "Name", "address": "Address", "model": "Model", "os": "OS", "cpu": "CPU",
                "memory_bytes": "Memory", "runtimes": "Runtimes", "python": "Python",
                "agent_version": "Agent version", "sessions": "Sessions open",
-               "device_id": "Device id", "cert_fingerprint": "Certificate"}
+               "device_id": "Device id", "cert_fingerprint": "Certificate",
+               "debug": "Debugging"}
 
 
 def info_rows(info: dict) -> list[tuple[str, str]]:
@@ -112,6 +113,8 @@ def info_rows(info: dict) -> list[tuple[str, str]]:
             return memory_text(value)
         if key == "runtimes" and isinstance(value, list):
             return ", ".join(f"{r.get('name')} {r.get('version', '')}".strip() for r in value) or "none"
+        if key == "debug" and isinstance(value, dict):
+            return f"debugpy {value.get('debugpy', '?')}"
         if key == "cert_fingerprint" and isinstance(value, str) and value:
             from workbench_device.tls import short_fingerprint
 

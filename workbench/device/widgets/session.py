@@ -38,6 +38,7 @@ HISTORY_KEY = "device.history"
 LOGS_KEY = "device.logs"
 FORGET_KEY = "device.forget"
 LIVENESS_KEY = "device.liveness"
+SCRIPT_KEY = "device.script"
 
 LIVENESS_INTERVAL_MS = 5000
 CONNECT_TIMEOUT_S = 0.5
@@ -96,6 +97,15 @@ class DeviceSession(QObject):
     sig_log_line = Signal(object)
     """A line of the followed device's log (``{"time", "level", "message"}``)."""
 
+    sig_script_output = Signal(str, str)
+    """What the script running on a device wrote: (``"stdout"`` or ``"stderr"``, text)."""
+
+    sig_script_finished = Signal(object)
+    """The script run on a device ended (its ``ScriptRun``: exit code, seconds, result)."""
+
+    sig_script_failed = Signal(str)
+    """Running the script on a device failed or was stopped (the one-line reason)."""
+
     sig_progress = Signal(str)
     """What the running call is doing ("Running 64 samples on Phone and here: 32 done")."""
 
@@ -152,7 +162,8 @@ class DeviceSession(QObject):
 
     # --- running calls -------------------------------------------------------------------------
 
-    def _run(self, key: str, function, *args, on_done=None, title: str = "", **kwargs) -> None:
+    def _run(self, key: str, function, *args, on_done=None, on_failed=None, title: str = "",
+             **kwargs) -> None:
         if self.closed:
             return
         self._keys.add(key)
@@ -166,6 +177,8 @@ class DeviceSession(QObject):
         def failed(exc: Exception) -> None:
             self._finish(key)
             log.info("device call %s failed", key, exc_info=exc)
+            if on_failed is not None:
+                on_failed(one_line(exc))
             self.sig_error.emit(one_line(exc))
             from workbench.device.errors import ConnectionLost, DeviceUnreachable
 
@@ -386,6 +399,39 @@ class DeviceSession(QObject):
 
         # No status bar line: the stream lasts until stopped, and the Log tab shows it runs.
         self._run(LOGS_KEY, call)
+
+    def run_script(self, target: str, script: Path | str, text: str | None = None,
+                   model: Path | str | None = None) -> None:
+        """Run ``script`` (``text``: its unsaved text in the editor) on ``target``, its output
+        streamed into ``sig_script_output``; ``cancel(SCRIPT_KEY)`` stops it on the device."""
+        from workbench.device.scripts import run_script_on_device
+
+        script = Path(script)
+
+        def call(progress=None, cancel=None):
+            link = self._open_link(SCRIPT_KEY, target)
+            try:
+                return run_script_on_device(
+                    link, script, self.project_dir, model, text,
+                    on_output=lambda stream, chunk: self._from_worker("sig_script_output",
+                                                                      stream, chunk),
+                    progress=progress, cancel=cancel)
+            finally:
+                self._close_link(SCRIPT_KEY, link)
+
+        def finished(run) -> None:
+            self._answered(target)
+            self.sig_script_finished.emit(run)
+
+        self._run(SCRIPT_KEY, self._reporting(call), on_done=finished,
+                  on_failed=self.sig_script_failed.emit,
+                  title=f"Running {script.name} on {self.device_name(target)}")
+
+    def stop_script(self) -> None:
+        """Stop the script running on a device (the device ends it with its connection)."""
+        if self.is_busy(SCRIPT_KEY):
+            self.cancel(SCRIPT_KEY)
+            self.sig_script_failed.emit("Stopped")
 
     def stop_logs(self) -> None:
         self._log_stream += 1
