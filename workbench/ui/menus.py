@@ -1,7 +1,13 @@
-"""Builds QActions and the menu bar from the command registry, so each action is declared once."""
+"""Builds QActions and the menu bar from the command registry, so each action is declared once.
+
+Two commands may share a shortcut (F5 trains, and debugs the Python file being edited): the key
+runs the one registered last that is enabled then, else the first. The first keeps the key on
+its action; the others show it in their menus only.
+"""
 
 from __future__ import annotations
 
+from PySide6.QtCore import QEvent
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMainWindow, QMenu
 
@@ -20,6 +26,7 @@ class MenuBuilder:
         self._on_error = on_error
         self._menus: dict[str, QMenu] = {}
         self.actions: dict[str, QAction] = {}
+        self._by_shortcut: dict[str, list[str]] = {}
         for name in MENU_ORDER:
             self._menu(name)
         for command in commands.all():
@@ -54,9 +61,15 @@ class MenuBuilder:
         return None
 
     def _bind(self, command: Command) -> None:
-        action = QAction(command.title, self._window)
+        action = _CommandAction(command.title, self._window, self)
         if command.shortcut:
-            action.setShortcut(QKeySequence(command.shortcut))
+            key = QKeySequence(command.shortcut).toString()
+            sharing = self._by_shortcut.setdefault(key, [])
+            sharing.append(command.id)
+            if len(sharing) == 1:
+                action.setShortcut(QKeySequence(command.shortcut))
+            else:
+                action.setText(f"{command.title}\t{QKeySequence(command.shortcut).toString(QKeySequence.SequenceFormat.NativeText)}")
         action.triggered.connect(lambda _checked=False, cid=command.id: self.run(cid))
         self._window.addAction(action)  # shortcuts work even for commands with no menu
         self.actions[command.id] = action
@@ -64,6 +77,14 @@ class MenuBuilder:
             menu = self._menu(command.menu)
             menu.addAction(action)
             self._menus[command.menu.split("/")[0]].menuAction().setVisible(True)
+
+    def run_shortcut(self, key: str) -> None:
+        """Run the command that ``key`` stands for now (see the module's docstring)."""
+        sharing = self._by_shortcut.get(key, [])
+        chosen = next((cid for cid in reversed(sharing) if self._commands.get(cid).is_enabled()),
+                      sharing[0] if sharing else None)
+        if chosen is not None:
+            self.run(chosen)
 
     def add_separator(self, menu: str) -> None:
         self._menu(menu).addSeparator()
@@ -84,3 +105,20 @@ class MenuBuilder:
         for name, menu in self._menus.items():
             if "/" not in name:
                 menu.menuAction().setVisible(bool(menu.actions()))
+
+
+class _CommandAction(QAction):
+    """A command's action: its shortcut goes through the builder, which picks among the
+    commands sharing it; a click in a menu runs this very command."""
+
+    def __init__(self, title: str, parent, builder: MenuBuilder):
+        super().__init__(title, parent)
+        self._builder = builder
+
+    def event(self, event: QEvent) -> bool:  # noqa: D102 (Qt override)
+        if event.type() == QEvent.Type.Shortcut and not event.isAmbiguous():
+            key = self.shortcut().toString()
+            if len(self._builder._by_shortcut.get(key, ())) > 1:
+                self._builder.run_shortcut(key)
+                return True
+        return super().event(event)
