@@ -115,10 +115,12 @@ class ArraySummary:
     requires_grad: bool = False
 
     def text(self) -> str:
-        """``float32 [3, 4] cpu  min 0  max 11  mean 5.5``."""
+        """``float32 [3, 4] cpu  min 0  max 11  mean 5.5``; ``float32 [] cpu  = 2.5`` for one value."""
         shape = "[" + ", ".join(str(n) for n in self.shape) + "]"
         parts = [f"{self.dtype} {shape} {self.device}"]
-        if self.min is not None:
+        if self.size == 1 and self.min is not None:
+            parts.append(f"= {_number(self.min)}")  # one value: min, max and mean say it thrice
+        elif self.min is not None:
             parts.append(f"min {_number(self.min)}  max {_number(self.max)}  mean {_number(self.mean)}")
         if self.requires_grad:
             parts.append("requires grad")

@@ -1,0 +1,369 @@
+"""The window's debugger: its breakpoints and watches, the session running now, and the signals
+the Debug dock and the editors follow.
+
+Sessions tell what happens on their own threads; a bridge re-emits it as queued Qt signals, so
+every slot here runs on the GUI thread. The calls that wait for the adapter (starting, the
+stack, variables, evaluate) run on the window's task runner and answer through callbacks.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from pathlib import Path
+from typing import Callable
+
+from PySide6.QtCore import QObject, Signal
+
+from workbench.debug.breakpoints import Breakpoint, BreakpointResult, DebugState, DebugStateStore
+from workbench.debug.errors import DebugError
+from workbench.debug.launches import AttachConfig, LaunchConfig
+from workbench.debug.model import ENDED, RUNNING, STARTING, STOPPED, SessionEnd, StackFrame, StoppedEvent
+from workbench.debug.session import DebugSession, SessionListener
+
+IDLE = "idle"
+
+
+class _Bridge(QObject, SessionListener):
+    """A session's listener whose calls become one queued signal (name, session, payload)."""
+
+    sig_event = Signal(str, object, object)
+
+    def __init__(self, session_holder: list):
+        QObject.__init__(self)
+        self._holder = session_holder
+
+    def _emit(self, name: str, payload: object) -> None:
+        self.sig_event.emit(name, self._holder[0] if self._holder else None, payload)
+
+    def on_state(self, state):
+        self._emit("state", state)
+
+    def on_stopped(self, event):
+        self._emit("stopped", event)
+
+    def on_output(self, category, text):
+        self._emit("output", (category, text))
+
+    def on_breakpoints(self, path, results):
+        self._emit("breakpoints", (path, results))
+
+    def on_ended(self, end):
+        self._emit("ended", end)
+
+    def on_error(self, message):
+        self._emit("error", message)
+
+
+class DebugController(QObject):
+    """Breakpoints, watches and the current session of one project window."""
+
+    sig_state_changed = Signal(str)
+    """The session is ``idle`` (none yet), ``starting``, ``running``, ``stopped`` or ``ended``."""
+
+    sig_stopped = Signal(object)
+    """The program stopped (a ``StoppedEvent``)."""
+
+    sig_frame_selected = Signal(object)
+    """The frame whose line the editor shows and whose variables the dock lists (a
+    ``StackFrame``), or None while the program runs or after it ended."""
+
+    sig_output = Signal(str, str)
+    """The program, a log point or the adapter wrote (category, text)."""
+
+    sig_breakpoints_changed = Signal(str)
+    """The breakpoints of this file, or what the adapter made of them, changed."""
+
+    sig_watches_changed = Signal()
+    """A watch expression was added or removed."""
+
+    sig_ended = Signal(object)
+    """The session ended (a ``SessionEnd``)."""
+
+    sig_message = Signal(str)
+    """Something the user should read in the Debug dock (a refusal, a failed start)."""
+
+    def __init__(self, project_root: Path, tasks, writable: bool = True, parent: QObject | None = None):
+        super().__init__(parent)
+        self.project_root = Path(project_root).resolve()
+        self.tasks = tasks
+        self.store = DebugStateStore(self.project_root, writable)
+        self.state: DebugState = self.store.load()
+        self.session: DebugSession | None = None
+        self.session_state = IDLE
+        self.current_stop: StoppedEvent | None = None
+        self.current_frame: StackFrame | None = None
+        self.results: dict[str, list[BreakpointResult]] = {}
+        self.last_end: SessionEnd | None = None
+        self._holder: list = []
+        self._bridge = _Bridge(self._holder)
+        self._bridge.sig_event.connect(self._on_session_event)
+        self._keys = itertools.count(1)
+        self._restart_pending = False
+        self._save_lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._to_save: DebugState | None = None
+
+    # --- sessions -----------------------------------------------------------------------------
+
+    @property
+    def active(self) -> bool:
+        """A session is starting, running or stopped."""
+        return self.session_state in (STARTING, RUNNING, STOPPED)
+
+    @property
+    def stopped(self) -> bool:
+        return self.session_state == STOPPED
+
+    def debug_file(self, path: Path | str, python: str | None = None) -> None:
+        """Debug the script ``path`` in its folder."""
+        from workbench.debug.launches import script_launch
+
+        if self._refuse_a_second():
+            return
+        try:
+            config = script_launch(path, python=python)
+        except DebugError as exc:
+            self.sig_message.emit(str(exc))
+            return
+        self._start(config)
+
+    def debug_training(self, overrides=(), hparams_file: str | None = None) -> None:
+        """Debug the project's training run (one process). Preparing it reads the project and
+        its hyper-parameters, so it is done off the GUI thread."""
+        from workbench.debug.launches import training_launch
+
+        if self._refuse_a_second():
+            return
+        self._set_state(STARTING)
+
+        def failed(exc: Exception) -> None:
+            self._set_state(ENDED if self.session is not None else IDLE)
+            self.sig_message.emit(str(exc))
+
+        self.tasks.run("debug.prepare", training_launch, self.project_root, hparams_file, tuple(overrides),
+                       on_done=self._start, on_error=failed, title="Preparing the training run to debug")
+
+    def attach(self, config: AttachConfig) -> None:
+        """Debug a program already running under debugpy (a device's script, through a tunnel)."""
+        if not self._refuse_a_second():
+            self._start(config)
+
+    def _refuse_a_second(self) -> bool:
+        if self.active:
+            self.sig_message.emit("A debug session is running: stop it (Shift+F5) before starting another.")
+            return True
+        return False
+
+    def _start(self, config: LaunchConfig | AttachConfig) -> None:
+        session = DebugSession(config, list(self.state.breakpoints), self._bridge)
+        self._begin(session)
+
+    def _begin(self, session: DebugSession) -> None:
+        self.session = session
+        self._holder[:] = [session]
+        self.results = {}
+        self.current_stop = None
+        self.last_end = None
+        self._select(None)
+        self._set_state(STARTING)
+        self.tasks.run(f"debug.start.{next(self._keys)}", session.start,
+                       on_error=lambda exc, s=session: self._start_failed(s, exc), title=f"Starting {session.name}")
+
+    def _start_failed(self, session: DebugSession, exc: Exception) -> None:
+        if session is self.session and session.end is None:
+            self.sig_message.emit(str(exc))  # the end's own message says it otherwise
+
+    def restart(self) -> None:
+        """Stop the session and start its program again with the breakpoints as they are now."""
+        if self.session is None:
+            return
+        if self.active:
+            self._restart_pending = True
+            self.session.terminate()
+        else:
+            self._begin(self._fresh(self.session))
+
+    def _fresh(self, session: DebugSession) -> DebugSession:
+        return DebugSession(session.config, list(self.state.breakpoints), self._bridge)
+
+    def stop(self) -> None:
+        """End the program being debugged."""
+        if self.session is not None and self.active:
+            self.session.terminate()
+
+    def close_down(self) -> None:
+        """The window is closing: end the session without waiting for it."""
+        if self.session is not None and self.active:
+            self.session.terminate()
+
+    # --- controls -----------------------------------------------------------------------------
+
+    def resume(self) -> None:
+        self._control("resume")
+
+    def pause(self) -> None:
+        self._control("pause")
+
+    def step_over(self) -> None:
+        self._control("step_over")
+
+    def step_into(self) -> None:
+        self._control("step_into")
+
+    def step_out(self) -> None:
+        self._control("step_out")
+
+    def _control(self, name: str) -> None:
+        if self.session is None:
+            return
+        thread = self.current_stop.thread_id if self.current_stop is not None else None
+        future = getattr(self.session, name)(thread)
+        if future.done() and future.exception() is not None:
+            self.sig_message.emit(str(future.exception()))
+
+    # --- events from the session --------------------------------------------------------------
+
+    def _on_session_event(self, name: str, session, payload) -> None:
+        if session is not self.session:
+            return  # a session that was replaced (restart) still saying goodbye
+        if name == "state":
+            if payload in (RUNNING, STARTING):
+                self.current_stop = None
+                self._select(None)
+            if payload != ENDED:
+                self._set_state(payload)
+        elif name == "stopped":
+            self.current_stop = payload
+            self._set_state(STOPPED)
+            self.sig_stopped.emit(payload)
+            self._select(next((f for f in payload.frames if f.path), payload.top))
+        elif name == "output":
+            self.sig_output.emit(*payload)
+        elif name == "breakpoints":
+            path, results = payload
+            self.results[path] = list(results)
+            self.sig_breakpoints_changed.emit(path)
+            for result in results:
+                if result.message:
+                    self.sig_output.emit("important", result.message + "\n")
+        elif name == "ended":
+            self._on_ended(payload)
+        elif name == "error":
+            self.sig_message.emit(payload)
+
+    def _on_ended(self, end: SessionEnd) -> None:
+        self.last_end = end
+        self.current_stop = None
+        self._select(None)
+        paths = list(self.results)
+        self.results = {}
+        for path in paths:
+            self.sig_breakpoints_changed.emit(path)
+        self._set_state(ENDED)
+        self.sig_ended.emit(end)
+        if self._restart_pending and self.session is not None:
+            self._restart_pending = False
+            self._begin(self._fresh(self.session))
+
+    def _set_state(self, state: str) -> None:
+        if state != self.session_state:
+            self.session_state = state
+            self.sig_state_changed.emit(state)
+
+    # --- frames, variables, evaluate ----------------------------------------------------------
+
+    def select_frame(self, frame: StackFrame | None) -> None:
+        """Show ``frame``: the editor goes to its line, the variables are its own."""
+        self._select(frame)
+
+    def _select(self, frame: StackFrame | None) -> None:
+        self.current_frame = frame
+        self.sig_frame_selected.emit(frame)
+
+    def call(self, function: Callable, *args, on_done: Callable | None = None,
+             on_error: Callable[[Exception], None] | None = None) -> None:
+        """Run ``function(*args)`` (a blocking session call) off the GUI thread; its answer goes
+        to ``on_done`` and its failure to ``on_error`` (else to the dock's message), dropped
+        when the session has changed meanwhile."""
+        session = self.session
+
+        def done(result) -> None:
+            if session is self.session and on_done is not None:
+                on_done(result)
+
+        def failed(exc: Exception) -> None:
+            if session is not self.session:
+                return
+            if on_error is not None:
+                on_error(exc)
+            elif self.active:
+                self.sig_message.emit(str(exc))
+
+        self.tasks.run(f"debug.call.{next(self._keys)}", function, *args, on_done=done, on_error=failed)
+
+    # --- breakpoints --------------------------------------------------------------------------
+
+    def breakpoints_in(self, path: Path | str) -> list[Breakpoint]:
+        return self.state.in_file(path)
+
+    def result_for(self, path: Path | str, line: int) -> BreakpointResult | None:
+        """What the adapter made of the breakpoint set on ``line`` (None with no session)."""
+        return next((r for r in self.results.get(str(Path(path)), []) if r.requested_line == line), None)
+
+    def toggle_breakpoint(self, path: Path | str, line: int) -> Breakpoint | None:
+        """Remove the breakpoint on ``line``, or add one there; returns the one added."""
+        added = self.state.toggle(path, line)
+        self._breakpoints_edited(str(Path(path)))
+        return added
+
+    def put_breakpoint(self, breakpoint: Breakpoint) -> None:
+        """Add ``breakpoint``, or replace the one on its line (a condition edited)."""
+        self.state.put(breakpoint)
+        self._breakpoints_edited(breakpoint.path)
+
+    def remove_breakpoint(self, path: Path | str, line: int) -> None:
+        self.state.remove(path, line)
+        self._breakpoints_edited(str(Path(path)))
+
+    def move_breakpoints(self, path: Path | str, breakpoints: list[Breakpoint]) -> None:
+        """``path``'s breakpoints after an edit moved their lines."""
+        self.state.replace_file(path, breakpoints)
+        self._breakpoints_edited(str(Path(path)))
+
+    def _breakpoints_edited(self, path: str) -> None:
+        self.sig_breakpoints_changed.emit(path)
+        self._save()
+        session = self.session
+        if session is not None and self.active:
+            self.call(session.set_breakpoints, path, self.state.in_file(path))
+
+    # --- watches ------------------------------------------------------------------------------
+
+    def add_watch(self, expression: str) -> None:
+        expression = expression.strip()
+        if expression and expression not in self.state.watches:
+            self.state.watches.append(expression)
+            self._save()
+            self.sig_watches_changed.emit()
+
+    def remove_watch(self, expression: str) -> None:
+        if expression in self.state.watches:
+            self.state.watches.remove(expression)
+            self._save()
+            self.sig_watches_changed.emit()
+
+    def _save(self) -> None:
+        with self._save_lock:
+            self._to_save = DebugState(list(self.state.breakpoints), list(self.state.watches))
+        self.tasks.run("debug.save", self._write_latest,
+                       on_error=lambda exc: self.sig_message.emit(f"The breakpoints could not be saved: {exc}"))
+
+    def _write_latest(self) -> None:
+        # Saves run on pool threads: one at a time, each writing the newest state, so an older
+        # state never lands after a newer one.
+        with self._write_lock:
+            with self._save_lock:
+                snapshot, self._to_save = self._to_save, None
+            if snapshot is not None:
+                self.store.save(snapshot)
