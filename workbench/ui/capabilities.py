@@ -18,7 +18,8 @@ log = logging.getLogger(__name__)
 # In this order: the cluster's install extends the Runs panel that training's adds.
 BUILT_IN: tuple[str, ...] = ("workbench.git.widgets:install", "workbench.training.widgets:install",
                              "workbench.cluster.widgets:install", "workbench.modeltools.widgets:install",
-                             "workbench.device.widgets:install", "workbench.console.widgets:install")
+                             "workbench.device.widgets:install", "workbench.console.widgets:install",
+                             "workbench.debug.widgets:install")
 
 
 def install_capabilities(window, entries: tuple[str, ...] | None = None) -> list[str]:
