@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -131,6 +130,8 @@ def start_kernel(interpreter: Interpreter, cwd: Path, *, on_launched: Callable[[
     process is ended then. Raises Cancelled (and ends the process) when ``cancel`` is set.
     """
     # Leave these imports here: jupyter_client and its zmq stay off the window's start-up path.
+    import tempfile
+
     from jupyter_client import KernelManager
     from jupyter_client.kernelspec import KernelSpec
 
