@@ -160,3 +160,24 @@ def test_a_program_that_fails_at_once_gives_one_message_in_the_dock(qtbot, open_
     assert panel.notice.isVisibleTo(panel)
     assert "broken.py exited with code 1 before stopping at a breakpoint" in panel.notice.label.text()
     assert "SyntaxError" in panel.notice.label.text()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+def test_restart_runs_the_program_again_to_the_same_breakpoint_and_stop_ends_it(qtbot, open_window, project):
+    window = open_window(project)
+    tab = window.current_editor()
+    controller = controller_of(window)
+    click_gutter(qtbot, tab, LINE_SQUARE_BODY)
+    with qtbot.waitSignal(controller.sig_stopped, timeout=TIMEOUT_MS):
+        window.commands.execute("debug.debugFile")
+    first = controller.session
+    with qtbot.waitSignal(controller.sig_stopped, timeout=TIMEOUT_MS) as stopped:
+        window.commands.execute("debug.restart")
+    assert controller.session is not first and first.end is not None
+    assert stopped.args[0].top.line == LINE_SQUARE_BODY
+    with qtbot.waitSignal(controller.sig_ended, timeout=TIMEOUT_MS) as ended:
+        qtbot.keyClick(tab.editor, Qt.Key.Key_F5, Qt.KeyboardModifier.ShiftModifier)  # Stop
+    assert "was stopped" in ended.args[0].message and not ended.args[0].error
+    assert tab.breakpoint_gutter.current_line is None
+    assert not panel_of(window).buttons["stop"].isEnabled()

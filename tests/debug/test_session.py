@@ -236,3 +236,27 @@ def test_attaching_where_nothing_listens_says_how_to_start_the_program():
     with pytest.raises(DebugError, match=f"Nothing answers at 127.0.0.1:{port}.*debugpy --listen"):
         session.start(timeout=10)
     session.close()
+
+
+def test_pause_stops_a_busy_program_where_it_is_and_continue_lets_it_go_on(tmp_path):
+    script = tmp_path / "busy.py"
+    script.write_text("import time\n\n\ndef work():\n    n = 0\n    print('working', flush=True)\n"
+                      "    while True:\n        n += 1\n        time.sleep(0.01)\n\n\nwork()\n")
+    recorder = Recorder()
+    session = started(script, [], recorder)
+    try:
+        wait_until(lambda: "working" in recorder.text(), 30, what="the program to work")
+        session.pause()
+        stop = session.next_stop(30)
+        assert stop.reason == "pause" and stop.top.name == "work"
+        first = int(session.evaluate("n", stop.top.id).variable.value)
+        session.resume()
+        time.sleep(0.3)
+        session.pause()
+        later = session.next_stop(30)
+        assert int(session.evaluate("n", later.top.id).variable.value) > first
+        with pytest.raises(DebugError, match="Cannot step over: busy.py is running"):
+            session.resume().result(5)
+            session.step_over().result(5)
+    finally:
+        session.close()
