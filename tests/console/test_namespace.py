@@ -112,3 +112,12 @@ def test_the_summary_is_bounded():
         stack.extend(node.get("children", []))
     assert count <= namespace_probe.MAX_NODES
     assert data["truncated"]
+
+
+def test_objects_show_their_length_and_default_reprs_lose_their_address():
+    import torch.utils.data
+
+    dataset = torch.utils.data.TensorDataset(torch.zeros(7, 2))
+    variables, _ = summarise({"dataset": dataset, "pair": Split(train=[dataset])})
+    assert (find(variables, "dataset").size, find(variables, "dataset").value) == ("7 items", "<TensorDataset>")
+    assert find(variables, "pair").value == "Split(train=[<TensorDataset>], seed=0)"

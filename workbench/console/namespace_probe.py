@@ -10,6 +10,7 @@ items of each container, and min / max over a sample of very large arrays.
 
 import json
 import math
+import re
 import reprlib
 import sys
 import types
@@ -22,8 +23,23 @@ EXACT_STATS_LIMIT = 2_000_000
 """Above this many elements min / max are computed over an evenly spaced sample of about this many."""
 VALUE_CHARS = 120
 HIDDEN_NAMES = {"In", "Out", "exit", "quit", "get_ipython"}
+_DEFAULT_REPR = re.compile(r"<([\w.]+\.)?(\w+) object at 0x[0-9a-fA-F]+>")
 
-_repr = reprlib.Repr()
+
+
+class _ShortRepr(reprlib.Repr):
+    def repr_instance(self, x, level):
+        try:
+            text = repr(x)
+        except Exception:
+            return "<%s instance at %#x>" % (type(x).__name__, id(x))
+        # "<torch.utils.data.dataset.TensorDataset object at 0x7f...>" says no more than
+        # "<TensorDataset>"; shortened before the cut, so a long repr keeps what it says.
+        text = _DEFAULT_REPR.sub(r"<\2>", text)
+        return text if len(text) <= self.maxother else text[: self.maxother - 1] + "\u2026"
+
+
+_repr = _ShortRepr()
 _repr.maxstring = VALUE_CHARS
 _repr.maxother = VALUE_CHARS
 _repr.maxlist = _repr.maxtuple = _repr.maxset = _repr.maxfrozenset = _repr.maxdict = 8
@@ -59,7 +75,7 @@ def describe(name, value, depth, budget):
             return node
         items = _items(value)
         if items is not None:
-            node["size"] = "%d item%s" % (len(value), "" if len(value) == 1 else "s")
+            node["size"] = _count(len(value), "item")
             node["value"] = _preview(value)
             if depth < MAX_DEPTH:
                 children = []
@@ -81,9 +97,16 @@ def describe(name, value, depth, budget):
                                     for field in fields[:MAX_CHILDREN] if budget[0] > 0]
                 node["more"] = len(fields) - len(node["children"])
             return node
-        if isinstance(value, (str, bytes, bytearray)):
-            node["size"] = "%d char%s" % (len(value), "" if len(value) == 1 else "s") if isinstance(value, str) \
-                else "%d byte%s" % (len(value), "" if len(value) == 1 else "s")
+        if isinstance(value, str):
+            node["size"] = _count(len(value), "char")
+        elif isinstance(value, (bytes, bytearray)):
+            node["size"] = _count(len(value), "byte")
+        elif hasattr(type(value), "__len__"):
+            # Datasets, data loaders, models' module lists: their length is what users look for.
+            try:
+                node["size"] = _count(len(value), "item")
+            except Exception:  # an object that cannot say its length still has a value to show
+                pass
         node["value"] = _preview(value)
     except Exception as exc:  # a broken __repr__ or __len__ must not hide every other variable
         node["value"] = "<cannot show: %s>" % type(exc).__name__
@@ -99,9 +122,12 @@ def _type_name(value):
     return "%s.%s" % ({"numpy": "np", "torch": "torch", "pandas": "pd"}.get(top, top), kind.__name__)
 
 
+def _count(number, unit):
+    return "%d %s%s" % (number, unit, "" if number == 1 else "s")
+
+
 def _preview(value):
-    text = _repr.repr(value)
-    text = " ".join(text.split())
+    text = " ".join(_repr.repr(value).split())
     return text if len(text) <= VALUE_CHARS else text[: VALUE_CHARS - 1] + "\u2026"
 
 

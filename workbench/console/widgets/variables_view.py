@@ -26,7 +26,7 @@ class VariablesView(QTreeWidget):
         self.setRootIsDecorated(True)
         header = self.header()
         header.setStretchLastSection(True)
-        for column, width in ((NAME, 120), (TYPE, 100), (SIZE, 110)):
+        for column, width in ((NAME, 130), (TYPE, 140), (SIZE, 110)):
             header.setSectionResizeMode(column, QHeaderView.ResizeMode.Interactive)
             self.setColumnWidth(column, width)
         self._placeholder(EMPTY_TEXT)
