@@ -173,3 +173,31 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def test_the_projects_debugger_attaches_through_the_tunnel(phone, project):
+    """What Run ▸ Debug on a device does: workbench.debug's session over the tunnel."""
+    from workbench.debug import AttachConfig, Breakpoint, DebugSession
+
+    script = project / "checks" / "verify.py"
+    forward = CuttableForward(("127.0.0.1", phone.port))
+    run = start_device_debug(forward.address, script, project_root=project)
+    session = DebugSession(AttachConfig(run.open_tunnel, name=run.name,
+                                        path_mappings=run.path_mappings),
+                           [Breakpoint(str(script.resolve()), LOOP_LINE)])
+    try:
+        session.start(timeout=60)
+        stop = session.next_stop(60)
+        assert (stop.top.path, stop.top.line) == (str(script.resolve()), LOOP_LINE)
+        forward.cut()  # the link drops while the script is stopped on the device
+        end = session.wait_ended(60)
+        assert end is not None and end.error
+        assert "dropped during debugging" in end.message and "Debug Phone" in end.message
+        deadline = time.monotonic() + 30
+        while _alive(run.pid):
+            assert time.monotonic() < deadline, "the script outlived the link"
+            time.sleep(0.05)
+    finally:
+        session.close()
+        run.close()
+        forward.cut()
