@@ -181,3 +181,31 @@ def test_restart_runs_the_program_again_to_the_same_breakpoint_and_stop_ends_it(
     assert "was stopped" in ended.args[0].message and not ended.args[0].error
     assert tab.breakpoint_gutter.current_line is None
     assert not panel_of(window).buttons["stop"].isEnabled()
+
+
+def test_the_gutter_menu_edits_a_breakpoints_condition_hit_count_and_log_message(qtbot, open_window, project):
+    from workbench.debug.widgets.breakpoint_dialog import BreakpointDialog
+
+    window = open_window(project)
+    tab = window.current_editor()
+    controller = controller_of(window)
+    gutter = tab.breakpoint_gutter
+    menu = gutter.menu_for(LINE_SQUARE_BODY)
+    titles = [action.text() for action in menu.actions()]
+    assert titles == ["Add Breakpoint", "Add Conditional Breakpoint…", "Add Log Point…"]
+    next(a for a in menu.actions() if a.text() == "Add Conditional Breakpoint…").trigger()
+    dialog = tab.editor.findChild(BreakpointDialog)
+    assert dialog is not None and dialog.isVisible()
+    dialog.condition.setText("x > 2")
+    dialog.hit_condition.setText(">= 2")
+    dialog.accept()
+    added = controller.state.at(tab.path, LINE_SQUARE_BODY)
+    assert (added.condition, added.hit_condition, added.log_message) == ("x > 2", ">= 2", "")
+    assert "when x > 2, on hit >= 2" in gutter.tooltip_for(LINE_SQUARE_BODY)
+
+    menu = gutter.menu_for(LINE_SQUARE_BODY)
+    assert [a.text() for a in menu.actions()] == ["Edit Breakpoint…", "Disable Breakpoint", "Remove Breakpoint"]
+    next(a for a in menu.actions() if a.text() == "Disable Breakpoint").trigger()
+    assert not controller.state.at(tab.path, LINE_SQUARE_BODY).enabled
+    next(a for a in gutter.menu_for(LINE_SQUARE_BODY).actions() if a.text() == "Remove Breakpoint").trigger()
+    assert controller.state.at(tab.path, LINE_SQUARE_BODY) is None

@@ -90,6 +90,7 @@ class BreakpointGutter(QObject):
         from workbench.debug.widgets.breakpoint_dialog import BreakpointDialog
 
         dialog = BreakpointDialog(breakpoint, self.editor, focus=focus)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.sig_saved.connect(self.controller.put_breakpoint)
         dialog.sig_removed.connect(lambda b: self.controller.remove_breakpoint(b.path, b.line))
         dialog.open()
