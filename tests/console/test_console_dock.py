@@ -9,11 +9,12 @@ import signal
 import time
 from pathlib import Path
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QTextCursor
+from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QMessageBox
 
-from workbench.console.widgets import commands_of, panel_of
+from workbench.console.widgets import panel_of
 from workbench.qt.notice import NoticeBar
 
 from .conftest import close_window, execute_and_wait, make_project, open_window, pump, wait_for, wait_for_run
@@ -125,6 +126,31 @@ def test_run_cell_runs_the_cell_around_the_cursor_and_advance_moves_to_the_next(
     wait_for(lambda: "second_cell" in names(console), what="the second cell's variable")
     assert panel.variables.row_texts("second_cell")[3] == "10"
     assert tab.cursor_position() == (6, 1)  # Run Cell alone stays
+
+
+def test_f9_and_ctrl_enter_are_keys_of_the_editor_and_ctrl_enter_in_the_console_stays_the_consoles(
+        console_window, panel):
+    console = fresh(panel)
+    console_window.activateWindow()
+    wait_for(console_window.isActiveWindow, what="the window to be active")
+    tab = console_window.open_file(console_window.project.root / "cells.py")
+    tab.set_cursor_position(1, 1)
+    wait_for_run(console, lambda: QTest.keyClick(tab.editor, Qt.Key.Key_F9))
+    assert tab.cursor_position() == (2, 1)
+    tab.set_cursor_position(4, 1)
+    wait_for_run(console, lambda: QTest.keyClick(tab.editor, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier))
+    assert "first_cell" in names(console)
+
+    tab.set_cursor_position(7, 1)  # in the second cell
+    console.widget._control.setFocus()
+    console.widget.input_buffer = "typed_here = 5"
+    QTest.keyClick(console.widget._control, Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    pump(0.5)
+    # In qtconsole Ctrl+Enter starts a new input line; it did not run the editor's cell.
+    assert console.widget.input_buffer.startswith("typed_here = 5\n") and not console.is_busy()
+    wait_for_run(console, lambda: QTest.keyClick(console.widget._control, Qt.Key.Key_Return,
+                                                 Qt.KeyboardModifier.ShiftModifier))
+    assert "typed_here" in names(console) and "second_cell" not in names(console)
 
 
 def test_a_plot_is_drawn_inline_in_the_console(panel):

@@ -58,9 +58,27 @@ class ConsoleCommands:
                 menus.add_separator(MENU)
             for command_id, title, run, options in group:
                 add(command_id, title, run, category=CATEGORY, menu=MENU, **options)
+        self._keys_in_editors_only(("console.runSelection", "console.runCell"))
         add("console.execute", "Execute in Console", self.execute, category=CATEGORY, in_palette=False)
         add("console.describe", "Describe Console", self.describe, category=CATEGORY, in_palette=False)
         return [entry[0] for entry in run_entries + console_entries] + ["console.execute", "console.describe"]
+
+    def _keys_in_editors_only(self, command_ids) -> None:
+        """F9 and Ctrl+Enter act in the editors only (as in Spyder): elsewhere Ctrl+Enter is the
+        focused widget's own (commit in Source Control, execute now in the console). The menu
+        items still show and run them."""
+        from PySide6.QtCore import Qt
+
+        actions = getattr(getattr(self.window, "menus", None), "actions", {})
+        editors = getattr(self.window, "tabs", None)
+        if editors is None:
+            return
+        for command_id in command_ids:
+            action = actions.get(command_id)
+            if action is not None:
+                self.window.removeAction(action)
+                editors.addAction(action)
+                action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
 
     # --- conditions ---------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ import itertools
 import logging
 import threading
 
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QStackedWidget, QVBoxLayout, QWidget
 
 from workbench.console.errors import ConsoleError
@@ -201,7 +201,6 @@ class ConsoleTab(QWidget):
             self.widget.custom_restart_kernel_died.connect(lambda _since: self._check_alive())
             self.widget.executed.connect(self._on_executed)
             self.widget.sig_prompt_shown.connect(self._on_prompt_shown)
-            self.widget._control.installEventFilter(_KeepConsoleKeys(self.widget))
             self._stack.addWidget(self.widget)
         self.client = make_client(self.kernel.connection_info)
         # Channels exist once started (their thread made); nothing was asked of the kernel yet,
@@ -304,13 +303,3 @@ class ConsoleTab(QWidget):
             return
         self.sig_variables_changed.emit()
 
-
-class _KeepConsoleKeys(QObject):
-    """Ctrl+Enter typed in the console is the console's ("execute now"), not the editor's Run
-    Cell, whose window-wide shortcut would otherwise take it."""
-
-    def eventFilter(self, watched, event) -> bool:  # noqa: N802 (Qt override)
-        if event.type() == QEvent.Type.ShortcutOverride and event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) \
-                and event.modifiers() & Qt.KeyboardModifier.ControlModifier:
-            event.accept()
-        return False
