@@ -530,7 +530,8 @@ class DeviceClient:
             frame = self.read_frame(timeout)
         except socket.timeout:
             return None
-        self._sort(frame, None)
+        if "id" in frame.header or frame.type in (Msg.LOG, Msg.ERROR) or frame.type in self.on_event:
+            self._sort(frame, None)  # a handler's, or a reply nobody waits for (ProtocolError)
         return frame.header
 
     # --- logs ---
