@@ -85,6 +85,12 @@ def test_breakpoints_follow_their_lines_when_lines_are_added_above(qtbot, open_w
     window.commands.execute("editor.insertText", text="# one\n# two\n")
     assert [b.line for b in controller.breakpoints_in(tab.path)] == [LINE_VALUES + 2]
     assert tab.editor.document().findBlockByNumber(LINE_VALUES + 1).text().strip().startswith("values =")
+    # And back up when lines above are deleted.
+    cursor = tab.editor.textCursor()
+    cursor.setPosition(0)
+    cursor.movePosition(cursor.MoveOperation.Down, cursor.MoveMode.KeepAnchor, 2)
+    cursor.removeSelectedText()
+    assert [b.line for b in controller.breakpoints_in(tab.path)] == [LINE_VALUES]
 
 
 def test_toggle_breakpoint_command_and_no_gutter_breakpoints_in_text_files(qtbot, open_window, project):
