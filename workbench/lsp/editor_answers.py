@@ -4,7 +4,9 @@ underline, the word under the caret, and when typing is worth a question. Qt-fre
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Callable
 
 from workbench.editor.assist import CompletionItem, Completions
 from workbench.editor.diagnostics import EditorDiagnostic
@@ -91,16 +93,22 @@ def completions(candidates: list[Candidate], line_text: str, column: int) -> Com
     return Completions(name_start(line_text, column), column, items)
 
 
+_QUOTED = re.compile(r"'([A-Za-z_][A-Za-z0-9_.]*)'")
 EDITOR_SEVERITY = {"error": "error", "warning": "warning", "information": "warning", "hint": "warning"}
 
 
-def editor_diagnostics(problems: tuple[Problem, ...] | list[Problem]) -> list[EditorDiagnostic]:
+def editor_diagnostics(problems: tuple[Problem, ...] | list[Problem],
+                       line_text: Callable[[int], str] = lambda line: "") -> list[EditorDiagnostic]:
     """Problems as underlines: one line each (a problem over several lines marks its first
-    line from its start on)."""
+    line from its start on). pyflakes marks from a name to the end of its line; when the
+    message quotes the name found there (``line_text(line)``), only the name is marked."""
     found = []
     for problem in problems:
         span = problem.span
         end = span.end_column if span.end_line == span.line else 1 << 30
+        quoted = _QUOTED.search(problem.message)
+        if quoted and line_text(span.line)[span.column:].startswith(quoted.group(1)):
+            end = min(end, span.column + len(quoted.group(1)))
         found.append(EditorDiagnostic(line=span.line, start=span.column, end=max(span.column, end),
                                       message=problem.message,
                                       severity=EDITOR_SEVERITY.get(problem.severity, "error"),
