@@ -94,17 +94,49 @@ def completions(candidates: list[Candidate], line_text: str, column: int) -> Com
 
 
 _QUOTED = re.compile(r"'([A-Za-z_][A-Za-z0-9_.]*)'")
+_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+# pylsp reports pyflakes' messages without flake8's codes; these are the ones a "# noqa: F…"
+# names most.
+PYFLAKES_CODES = (("imported but unused", "F401"), ("unable to detect undefined names", "F403"),
+                  ("may be undefined, or defined from star imports", "F405"), ("redefinition of unused", "F811"),
+                  ("undefined name", "F821"), ("is assigned to but never used", "F841"),
+                  ("f-string is missing placeholders", "F541"))
+
+
+def problem_code(problem: Problem) -> str:
+    """The problem's flake8-style code (E501, F401…), or "" when it has none."""
+    if problem.code:
+        return problem.code
+    if problem.source == "pyflakes":
+        return next((code for text, code in PYFLAKES_CODES if text in problem.message), "")
+    return ""
+
+
+def silenced(problem: Problem, line_text: str) -> bool:
+    """Whether the line says ``# noqa`` (or ``# noqa: CODES`` naming the problem's code), as
+    flake8 reads it."""
+    found = _NOQA.search(line_text)
+    if found is None:
+        return False
+    codes = found.group("codes")
+    if not codes:
+        return True
+    code = problem_code(problem)
+    return bool(code) and any(code.upper().startswith(wanted.upper()) for wanted in re.split(r"[,\s]+", codes))
 EDITOR_SEVERITY = {"error": "error", "warning": "warning", "information": "warning", "hint": "warning"}
 
 
 def editor_diagnostics(problems: tuple[Problem, ...] | list[Problem],
                        line_text: Callable[[int], str] = lambda line: "") -> list[EditorDiagnostic]:
     """Problems as underlines: one line each (a problem over several lines marks its first
-    line from its start on). pyflakes marks from a name to the end of its line; when the
-    message quotes the name found there (``line_text(line)``), only the name is marked."""
+    line from its start on), leaving out those its line silences with ``# noqa``. pyflakes
+    marks from a name to the end of its line; when the message quotes the name found there
+    (``line_text(line)``), only the name is marked."""
     found = []
     for problem in problems:
         span = problem.span
+        if silenced(problem, line_text(span.line)):
+            continue
         end = span.end_column if span.end_line == span.line else 1 << 30
         quoted = _QUOTED.search(problem.message)
         if quoted and line_text(span.line)[span.column:].startswith(quoted.group(1)):

@@ -8,12 +8,12 @@ more against the document's version before it is used.
 
 from __future__ import annotations
 
+import html
 import logging
 from pathlib import Path
 from typing import Callable
 
 from PySide6.QtCore import QObject, Qt, Signal
-from PySide6.QtGui import QTextDocument
 
 from workbench.editor.assist import PENDING, TextPosition
 from workbench.lsp.config import server_config
@@ -24,6 +24,7 @@ from workbench.lsp.session import LanguageSession, Request, RequestFailed
 log = logging.getLogger(__name__)
 
 HOVER_MAX_CHARACTERS = 2500
+HOVER_CODE_WIDTH = 88
 
 
 class LanguageController(QObject):
@@ -196,9 +197,26 @@ class LanguageController(QObject):
 
 
 def markdown_to_html(text: str) -> str:
-    """The server's markdown help as the rich text a tooltip shows (cut when very long)."""
+    """The server's help (markdown: code fences, then the docstring) as tooltip rich text: the
+    code in the editor's monospace, unwrapped but with long signatures broken after commas,
+    the docstring with its own line breaks and indents; very long help is cut."""
     if len(text) > HOVER_MAX_CHARACTERS:
-        text = text[:HOVER_MAX_CHARACTERS].rsplit("\n", 1)[0] + "\n\n…"
-    document = QTextDocument()
-    document.setMarkdown(text)
-    return document.toHtml()
+        text = text[:HOVER_MAX_CHARACTERS].rsplit("\n", 1)[0] + "\n…"
+    parts = []
+    for index, chunk in enumerate(text.split("```")):
+        if index % 2:  # inside a fence: its first line names the language
+            code = chunk.split("\n", 1)[1] if "\n" in chunk else chunk
+            lines = [piece for line in code.strip("\n").splitlines() for piece in _break_long(line)]
+            parts.append("<pre style='margin: 0 0 4px 0'>" + html.escape("\n".join(lines)) + "</pre>")
+        elif chunk.strip():
+            parts.append("<p style='white-space: pre-wrap; margin: 0'>" + html.escape(chunk.strip("\n")) + "</p>")
+    return "<qt>" + "".join(parts) + "</qt>"
+
+
+def _break_long(line: str, width: int = HOVER_CODE_WIDTH) -> list[str]:
+    pieces = []
+    while len(line) > width and ", " in line[:width]:
+        cut = line.rindex(", ", 0, width) + 1
+        pieces.append(line[:cut])
+        line = "    " + line[cut:].lstrip()
+    return pieces + [line]

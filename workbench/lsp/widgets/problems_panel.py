@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (
     QFrame,
     QHBoxLayout,
+    QHeaderView,
     QLabel,
     QPushButton,
     QStyle,
@@ -82,7 +83,7 @@ class ProblemsPanel(QWidget):
         self.tree.setAlternatingRowColors(False)
         header = self.tree.header()
         header.setStretchLastSection(False)
-        header.resizeSection(0, 560)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         header.resizeSection(1, 110)
         header.resizeSection(2, 70)
         self.tree.itemActivated.connect(self._go_to)
@@ -130,9 +131,9 @@ class ProblemsPanel(QWidget):
         error_icon = style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxCritical)
         warning_icon = style.standardIcon(QStyle.StandardPixmap.SP_MessageBoxWarning)
         errors = warnings = 0
-        for path in sorted(by_file, key=lambda p: str(self._shown(p)).lower()):
+        for path in sorted(by_file, key=lambda p: file_label(p, self.window.project.root).lower()):
             diagnostics = by_file[path]
-            file_item = QTreeWidgetItem([f"{path.name}  —  {self._shown(path.parent)}", "", str(len(diagnostics))])
+            file_item = QTreeWidgetItem([f"{file_label(path, self.window.project.root)}  ({len(diagnostics)})", "", ""])
             file_item.setData(0, PATH_ROLE, str(path))
             file_item.setToolTip(0, str(path))
             font = file_item.font(0)
@@ -163,12 +164,6 @@ class ProblemsPanel(QWidget):
         if dock is not None and hasattr(dock, "setWindowTitle") and dock.objectName() == "dock-problems":
             dock.setWindowTitle(f"Problems ({errors + warnings})" if errors or warnings else "Problems")
 
-    def _shown(self, path: Path) -> Path:
-        try:
-            return path.relative_to(self.window.project.root)
-        except ValueError:
-            return path
-
     def _go_to(self, item: QTreeWidgetItem, _column: int = 0) -> None:
         path = item.data(0, PATH_ROLE)
         place = item.data(0, PLACE_ROLE)
@@ -189,3 +184,12 @@ class ProblemsPanel(QWidget):
             self.banner.show()
         elif status.state in ("starting", "running", "stopped"):
             self.banner.hide()
+
+
+def file_label(path: Path, root: Path) -> str:
+    """A file as the docks list it: its name, then its folder when that is not the project's."""
+    try:
+        folder = path.parent.relative_to(root)
+    except ValueError:
+        folder = path.parent
+    return path.name if str(folder) == "." else f"{path.name}  —  {folder}"

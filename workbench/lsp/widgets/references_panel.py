@@ -9,6 +9,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout, QWidget
 
 from workbench.lsp.results import Location
+from workbench.lsp.widgets.problems_panel import file_label
 
 PLACE_ROLE = Qt.ItemDataRole.UserRole
 
@@ -44,7 +45,7 @@ class ReferencesPanel(QWidget):
         self.title.setText(f"{count} reference{'s' if count != 1 else ''} to {name} in {len(by_file)} "
                            f"file{'s' if len(by_file) != 1 else ''}" if count else f"No references to {name} found.")
         for path, found in by_file.items():
-            file_item = QTreeWidgetItem([f"{path.name}  —  {self._shown(path.parent)}  ({len(found)})"])
+            file_item = QTreeWidgetItem([f"{file_label(path, self.window.project.root)}  ({len(found)})"])
             file_item.setToolTip(0, str(path))
             font = file_item.font(0)
             font.setBold(True)
@@ -56,12 +57,6 @@ class ReferencesPanel(QWidget):
                 file_item.addChild(item)
             self.tree.addTopLevelItem(file_item)
             file_item.setExpanded(True)
-
-    def _shown(self, path: Path) -> Path:
-        try:
-            return path.relative_to(self.window.project.root)
-        except ValueError:
-            return path
 
     def _go_to(self, item: QTreeWidgetItem, _column: int = 0) -> None:
         place = item.data(0, PLACE_ROLE)
