@@ -94,7 +94,7 @@ def test_interrupt_stops_an_endless_loop_and_the_kernel_goes_on(kernel, client):
 
 def test_shutdown_ends_the_process_and_removes_its_connection_file(tmp_path):
     running = start_kernel(HERE, tmp_path)
-    pid, connection_file = running.pid, running._manager.connection_file
+    pid, connection_file = running.pid, running.connection_file
     assert Path(connection_file).is_file()
     running.shutdown()
     running.shutdown()  # twice is harmless

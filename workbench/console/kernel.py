@@ -1,22 +1,29 @@
 """Starting, interrupting and stopping the ipykernel a console talks to.
 
-A kernel is ``INTERPRETER -m ipykernel_launcher -f CONNECTION_FILE`` in the project folder,
-started through jupyter_client's KernelManager, with matplotlib's inline backend so plots show in
-the console. ``start_kernel`` blocks until the kernel answers (call it off the GUI thread) and
-either returns a ready ``Kernel`` or raises ConsoleError saying why it never came up.
+A kernel is ``INTERPRETER -m ipykernel_launcher -f CONNECTION_FILE`` in the project folder, with
+matplotlib's inline backend so plots show in the console. ``launch_kernel`` starts the process
+with the standard library alone (ports, key and connection file as jupyter_client writes them),
+so the kernel boots while the console's widgets are still loading; ``Kernel.wait_until_ready``
+(and ``start_kernel``, which does both) blocks until it answers or raises ConsoleError saying why
+it never came up.
 
-jupyter_client is imported inside the functions that use it: it costs a third of a second and
+jupyter_client is imported only inside ``wait_until_ready``: it costs a third of a second and
 must stay off the window's start-up path.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import signal
+import socket
 import subprocess
+import sys
 import threading
 import time
+import uuid
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import IO, Callable
 
 from workbench.console.errors import ConsoleError
 from workbench.console.interpreter import SETTING, Interpreter, project_interpreter
@@ -26,57 +33,70 @@ from workbench.tasks import Cancelled, CancelToken
 INLINE_BACKEND = "module://matplotlib_inline.backend_inline"
 READY_TIMEOUT_S = 60.0
 STDERR_TAIL_CHARS = 4000
+CHANNELS = ("shell_port", "iopub_port", "stdin_port", "control_port", "hb_port")
 
 
 class Kernel:
-    """One running kernel process: how to reach it (``connection_info``), and its life."""
+    """One kernel process: how to reach it (``connection_info``), and its life."""
 
-    def __init__(self, manager: Any, interpreter: Interpreter, cwd: Path, stderr: IO[bytes]):
-        self._manager = manager
-        self._stderr = stderr
-        self._lock = threading.Lock()
-        self._stderr_tail_at_end = ""
+    def __init__(self, process: subprocess.Popen, connection_file: Path, connection_info: dict,
+                 interpreter: Interpreter, cwd: Path, stderr: IO[bytes], interrupt_event=None):
+        self.process = process
+        self.connection_file = connection_file
+        self.connection_info = connection_info
+        """Ports, transport and key, as ``KernelClient.load_connection_info`` takes them."""
         self.interpreter = interpreter
         self.cwd = cwd
+        self._stderr = stderr
+        self._stderr_tail_at_end = ""
+        self._interrupt_event = interrupt_event
+        self._lock = threading.Lock()
 
     @property
-    def connection_info(self) -> dict:
-        """Ports, transport and key, as ``KernelClient.load_connection_info`` takes them."""
-        return self._manager.get_connection_info()
-
-    @property
-    def pid(self) -> int | None:
-        process = self._process()
-        return process.pid if process is not None else None
-
-    def _process(self):
-        provisioner = self._manager.provisioner
-        return getattr(provisioner, "process", None) if provisioner is not None else None
+    def pid(self) -> int:
+        return self.process.pid
 
     def exit_code(self) -> int | None:
         """None while the process runs, else how it ended (negative: killed by that signal)."""
-        process = self._process()
-        return None if process is None else process.poll()
+        return self.process.poll()
 
     def is_alive(self) -> bool:
-        return self._process() is not None and self.exit_code() is None
+        return self.exit_code() is None
 
     def interrupt(self) -> None:
-        """Send the kernel a keyboard interrupt (what Ctrl+C does in a terminal)."""
-        if self.is_alive():
-            self._manager.interrupt_kernel()
+        """Send the kernel a keyboard interrupt (what Ctrl+C does in a terminal), to its whole
+        process group as a terminal does, so the user's child processes stop too."""
+        if not self.is_alive():
+            return
+        if os.name == "nt":
+            from jupyter_client.win_interrupt import send_interrupt  # Windows only: no signals there
+
+            send_interrupt(self._interrupt_event)
+            return
+        try:
+            os.killpg(self.process.pid, signal.SIGINT)
+        except OSError:
+            self.process.send_signal(signal.SIGINT)
 
     def shutdown(self) -> None:
-        """End the process at once and remove its connection file; safe to call twice and from
-        any thread."""
+        """End the process (and what it started) at once and remove its connection file; safe to
+        call twice and from any thread."""
         with self._lock:
-            if self._manager.has_kernel:
+            if self.is_alive():
                 try:
-                    self._manager.shutdown_kernel(now=True)
-                except Exception:  # the process may be gone already; the file must still go
-                    self._manager.cleanup_resources()
-            self._stderr_tail_at_end = self.stderr_tail()
+                    if os.name == "nt":
+                        self.process.kill()
+                    else:
+                        os.killpg(self.process.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+            self.connection_file.unlink(missing_ok=True)
             if not self._stderr.closed:
+                self._stderr_tail_at_end = self.stderr_tail()
                 self._stderr.close()
                 if os.name == "nt":  # elsewhere the file was unlinked as soon as it was made
                     Path(self._stderr.name).unlink(missing_ok=True)
@@ -100,76 +120,143 @@ class Kernel:
             return ""
         return data.decode("utf-8", "replace")
 
+    def start_failure_message(self) -> str:
+        """What to tell the user when the process ended before it ever answered."""
+        tail = self.stderr_tail()
+        interpreter = self.interpreter
+        if "No module named ipykernel" in tail:
+            return (f"ipykernel is not installed for {interpreter.describe()}. Install it with "
+                    f"\"{interpreter.path} -m pip install ipykernel\", then press Restart.")
+        said = _last_lines(tail)
+        return (f"The console's kernel exited at once (code {self.exit_code()}) with {interpreter.describe()}"
+                f"{': ' + said if said else ''}. {_fix(interpreter)} Then press Restart.")
+
+    def timeout_message(self, timeout: float) -> str:
+        return (f"The console's kernel ({self.interpreter.describe()}) did not answer within {timeout:.0f} s. "
+                f"{_fix(self.interpreter)} Then press Restart.")
+
     def death_message(self) -> str:
-        """What to tell the user once the process has ended."""
+        """What to tell the user once the process has ended after it had answered."""
         code = self.exit_code()
         how = f"was killed by signal {-code}" if code is not None and code < 0 else f"exited (code {code})"
         tail = _last_lines(self.stderr_tail())
         said = f" Its last words: {tail}" if tail else ""
         return f"The console's kernel {how}; its variables are lost. Restart it to go on.{said}"
 
+    def wait_until_ready(self, timeout: float = READY_TIMEOUT_S, cancel: CancelToken | None = None) -> None:
+        """Ask for kernel_info until the kernel answers. Raises ConsoleError when it exits first
+        or stays silent for ``timeout`` seconds, Cancelled when ``cancel`` is set (the process
+        is left running: the caller ends it)."""
+        import queue
+
+        from jupyter_client import BlockingKernelClient
+
+        client = BlockingKernelClient()
+        client.load_connection_info(self.connection_info)
+        # The shell channel is all it takes to ask; a heartbeat thread would only race the stop.
+        client.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=False)
+        try:
+            deadline = time.monotonic() + timeout
+            asked = 0.0
+            while True:
+                if cancel is not None and cancel.cancelled:
+                    raise Cancelled()
+                if not self.is_alive():
+                    raise ConsoleError(self.start_failure_message(), details=self.stderr_tail())
+                if time.monotonic() > deadline:
+                    raise ConsoleError(self.timeout_message(timeout), details=self.stderr_tail())
+                if time.monotonic() - asked > 1.0:
+                    client.kernel_info()  # asked again: the first may go before the kernel listens
+                    asked = time.monotonic()
+                try:
+                    reply = client.shell_channel.get_msg(timeout=0.1)
+                except queue.Empty:
+                    continue
+                if reply.get("msg_type") == "kernel_info_reply":
+                    return
+        finally:
+            client.stop_channels()
+
 
 def kernel_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The kernel's environment: Workbench's, with plots drawn inline in the console."""
     env = dict(os.environ)
     env["MPLBACKEND"] = INLINE_BACKEND
+    env["JPY_PARENT_PID"] = str(os.getpid())  # the kernel ends itself if Workbench goes
     # A Python started for the console must not think it is part of Workbench's own Qt app.
     env.pop("QT_API", None)
     env.update(extra or {})
     return env
 
 
-def start_kernel(interpreter: Interpreter, cwd: Path, *, on_launched: Callable[[Kernel], None] | None = None,
-                 cancel: CancelToken | None = None, ready_timeout: float = READY_TIMEOUT_S,
-                 env: dict[str, str] | None = None) -> Kernel:
-    """Start a kernel in ``cwd`` with ``interpreter`` and wait until it answers.
-
-    ``on_launched(kernel)`` is called as soon as the process exists (so whoever started it can
-    end it even if this call is abandoned). Raises ConsoleError when the interpreter cannot run,
-    the kernel exits before it answers, or it stays silent for ``ready_timeout`` seconds; the
-    process is ended then. Raises Cancelled (and ends the process) when ``cancel`` is set.
-    """
-    # Leave these imports here: jupyter_client and its zmq stay off the window's start-up path.
+def launch_kernel(interpreter: Interpreter, cwd: Path, env: dict[str, str] | None = None) -> Kernel:
+    """Start a kernel process in ``cwd`` with ``interpreter`` and return at once (it answers
+    about a second later). Raises ConsoleError when the interpreter cannot be run at all."""
     import tempfile
 
-    from jupyter_client import KernelManager
-    from jupyter_client.kernelspec import KernelSpec
-
     if not interpreter.path.exists():
-        raise ConsoleError(_interpreter_missing(interpreter))
-    manager = KernelManager()
-    # The spec is given, not looked up: the kernel must run in the project's interpreter, not in
-    # whichever Python a "python3" kernelspec on this machine names.
-    manager._kernel_spec = KernelSpec(
-        argv=[str(interpreter.path), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        display_name="Python (Workbench console)", language="python", interrupt_mode="signal")
+        raise ConsoleError(f"The console's Python interpreter {interpreter.path} does not exist. "
+                           f"{_fix(interpreter)}")
+    info = {**{name: port for name, port in zip(CHANNELS, _free_ports(len(CHANNELS)))},
+            "ip": "127.0.0.1", "transport": "tcp", "signature_scheme": "hmac-sha256",
+            "key": uuid.uuid4().hex, "kernel_name": ""}
+    # mkstemp makes the file readable by this user only: the key in it lets anyone run code.
+    handle, name = tempfile.mkstemp(prefix="workbench-kernel-", suffix=".json")
+    connection_file = Path(name)
+    with os.fdopen(handle, "w", encoding="utf-8") as file:
+        json.dump(info, file)
     stderr = tempfile.NamedTemporaryFile(prefix="workbench-kernel-", suffix=".log", delete=False)
     if os.name != "nt":
         # Unlinked at once where the platform allows: the kernel keeps writing to it, and it
         # vanishes with the last handle, whatever happens to Workbench.
         os.unlink(stderr.name)
+    environment = kernel_environment(env)
+    options: dict = {}
+    interrupt_event = None
+    if os.name == "nt":
+        from jupyter_client.win_interrupt import create_interrupt_event
+
+        interrupt_event = create_interrupt_event()
+        environment["JPY_INTERRUPT_EVENT"] = str(interrupt_event)
+        options["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP
+        options["close_fds"] = False
+    else:
+        options["start_new_session"] = True  # its own process group: interrupt and end it whole
+    command = [str(interpreter.path), "-m", "ipykernel_launcher", "-f", str(connection_file)]
     try:
-        manager.start_kernel(cwd=str(cwd), env=kernel_environment(env), stderr=stderr,
-                             stdout=subprocess.DEVNULL)
-    except (OSError, RuntimeError) as exc:
+        process = subprocess.Popen(command, cwd=str(cwd), env=environment, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=stderr, **options)
+    except OSError as exc:
         stderr.close()
-        manager.cleanup_resources()
+        connection_file.unlink(missing_ok=True)
         raise ConsoleError(f"The console's kernel could not be started with {interpreter.describe()}: "
-                           f"{getattr(exc, 'strerror', None) or exc}. {_fix(interpreter)}") from None
-    kernel = Kernel(manager, interpreter, cwd, stderr)
+                           f"{exc.strerror or exc}. {_fix(interpreter)}") from None
+    return Kernel(process, connection_file, info, interpreter, Path(cwd), stderr, interrupt_event)
+
+
+def start_kernel(interpreter: Interpreter, cwd: Path, *, on_launched: Callable[[Kernel], None] | None = None,
+                 cancel: CancelToken | None = None, ready_timeout: float = READY_TIMEOUT_S,
+                 env: dict[str, str] | None = None) -> Kernel:
+    """Start a kernel in ``cwd`` with ``interpreter`` and wait until it answers (call it off the
+    GUI thread).
+
+    ``on_launched(kernel)`` is called as soon as the process exists. Raises ConsoleError when the
+    interpreter cannot run, the kernel exits before it answers, or it stays silent for
+    ``ready_timeout`` seconds; Cancelled when ``cancel`` is set. The process is ended then.
+    """
+    kernel = launch_kernel(interpreter, cwd, env)
     if on_launched is not None:
         on_launched(kernel)
     try:
-        _wait_until_ready(kernel, manager, cancel, ready_timeout)
+        kernel.wait_until_ready(ready_timeout, cancel)
     except BaseException:
         kernel.shutdown()
         raise
     return kernel
 
 
-def start_project_kernel(root: Path, *, on_launched: Callable[[Kernel], None] | None = None,
-                         cancel: CancelToken | None = None, ready_timeout: float = READY_TIMEOUT_S) -> Kernel:
-    """``start_kernel`` in project folder ``root`` with the interpreter its ``workbench.toml``
+def launch_project_kernel(root: Path) -> Kernel:
+    """``launch_kernel`` in project folder ``root`` with the interpreter its ``workbench.toml``
     names now (read again each time, so a fixed setting takes effect on the next start)."""
     from workbench.project import ProjectError, load_project
 
@@ -177,53 +264,23 @@ def start_project_kernel(root: Path, *, on_launched: Callable[[Kernel], None] | 
         project = load_project(root)
     except ProjectError as exc:
         raise ConsoleError(str(exc)) from None
-    return start_kernel(project_interpreter(project), project.root, on_launched=on_launched, cancel=cancel,
-                        ready_timeout=ready_timeout)
+    return launch_kernel(project_interpreter(project), project.root)
 
 
-def _wait_until_ready(kernel: Kernel, manager, cancel: CancelToken | None, timeout: float) -> None:
-    """Ask for kernel_info until the kernel answers, it exits, the time is up or ``cancel``."""
-    import queue
-
-    client = manager.client()
-    # The shell channel is all it takes to ask; a heartbeat thread would only race the stop.
-    client.start_channels(shell=True, iopub=False, stdin=False, hb=False, control=False)
+def _free_ports(count: int) -> list[int]:
+    """Ports free on the loopback interface now (held together, so they differ)."""
+    sockets = []
     try:
-        deadline = time.monotonic() + timeout
-        asked = 0.0
-        while True:
-            if cancel is not None and cancel.cancelled:
-                raise Cancelled()
-            if not kernel.is_alive():
-                raise ConsoleError(_exited_message(kernel), details=kernel.stderr_tail())
-            if time.monotonic() > deadline:
-                raise ConsoleError(
-                    f"The console's kernel ({kernel.interpreter.describe()}) did not answer within "
-                    f"{timeout:.0f} s. {_fix(kernel.interpreter)} Then press Restart.",
-                    details=kernel.stderr_tail())
-            if time.monotonic() - asked > 1.0:
-                client.kernel_info()  # asked again: the first may go before the kernel listens
-                asked = time.monotonic()
-            try:
-                reply = client.shell_channel.get_msg(timeout=0.1)
-            except queue.Empty:
-                continue
-            if reply.get("msg_type") == "kernel_info_reply":
-                return
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            if sys.platform != "win32":
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(("127.0.0.1", 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
     finally:
-        client.stop_channels()
-
-
-def _exited_message(kernel: Kernel) -> str:
-    tail = kernel.stderr_tail()
-    code = kernel.exit_code()
-    interpreter = kernel.interpreter
-    if "No module named ipykernel" in tail:
-        return (f"ipykernel is not installed for {interpreter.describe()}. Install it with "
-                f"\"{interpreter.path} -m pip install ipykernel\", then press Restart.")
-    said = _last_lines(tail)
-    return (f"The console's kernel exited at once (code {code}) with {interpreter.describe()}"
-            f"{': ' + said if said else ''}. {_fix(interpreter)} Then press Restart.")
+        for sock in sockets:
+            sock.close()
 
 
 def _fix(interpreter: Interpreter) -> str:
@@ -231,10 +288,6 @@ def _fix(interpreter: Interpreter) -> str:
         return (f"Check that {SETTING} in {PROJECT_FILE} names a Python with ipykernel installed, "
                 "or remove it to use Workbench's own Python.")
     return "Install ipykernel in Workbench's Python, or name another Python in " + f"{SETTING} in {PROJECT_FILE}."
-
-
-def _interpreter_missing(interpreter: Interpreter) -> str:
-    return f"The console's Python interpreter {interpreter.path} does not exist. {_fix(interpreter)}"
 
 
 def _last_lines(text: str, lines: int = 3) -> str:

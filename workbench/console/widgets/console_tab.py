@@ -1,10 +1,11 @@
 """One console of the Console dock: its kernel, the IPython widget bound to it, and the variables
 of its namespace.
 
-The kernel starts when the console is first needed, on a worker thread, while qtconsole loads on
-another; the widget is bound to the kernel on the GUI thread once both are there, so the window
-never waits. A kernel that never comes up or dies later is said once, in a bar above the console,
-with a Restart button: never a dialog.
+The kernel process is launched when the console is first needed, on a worker thread, while
+qtconsole loads on another; the widget is bound to the kernel on the GUI thread once both are
+there (the kernel may still be booting: its first prompt says it is ready), so the window never
+waits. A kernel that never comes up or dies later is said once, in a bar above the console, with
+a Restart button: never a dialog.
 """
 
 from __future__ import annotations
@@ -17,11 +18,18 @@ from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QStackedWidget, QVBoxLayout, QWidget
 
 from workbench.console.errors import ConsoleError
-from workbench.console.kernel import READY_TIMEOUT_S, Kernel, start_project_kernel
+from workbench.console.kernel import READY_TIMEOUT_S, Kernel, launch_project_kernel
 from workbench.console.namespace import SUMMARY_EXPRESSION, Variable, parse_summary_reply, probe_setup_code
 from workbench.qt.notice import NoticeBar
+from workbench.tasks import Cancelled, CancelToken
 
 log = logging.getLogger(__name__)
+
+
+def _shut_down(kernels: list[Kernel]) -> None:
+    for kernel in kernels:
+        kernel.shutdown()
+
 
 IDLE, STARTING, READY, DEAD = "idle", "starting", "ready", "dead"
 POLL_MS = 500
@@ -83,6 +91,9 @@ class ConsoleTab(QWidget):
         self._poll = QTimer(self)
         self._poll.setInterval(POLL_MS)
         self._poll.timeout.connect(self._check_alive)
+        self._ready_timer = QTimer(self)
+        self._ready_timer.setSingleShot(True)
+        self._ready_timer.timeout.connect(self._on_ready_timeout)
 
     # --- life ---------------------------------------------------------------------------------
 
@@ -94,23 +105,23 @@ class ConsoleTab(QWidget):
         self.notice.hide()
         self.status_label.setText("Starting the Python kernel…")
         self.host.ensure_frontend(self._on_frontend_loaded)
-        self.host.tasks.run(self._task_key, start_project_kernel, self.host.project.root,
-                            on_launched=self._remember, ready_timeout=self.ready_timeout,
-                            on_done=self._on_kernel_started, on_error=self._on_kernel_failed,
+        self._ready_timer.start(int(self.ready_timeout * 1000))
+        self.host.tasks.run(self._task_key, self._launch, self.host.project.root,
+                            on_done=self._on_kernel_launched, on_error=self._on_kernel_failed,
                             title=f"Starting {self.title}…")
 
     def restart(self) -> None:
         """End the kernel (its variables go) and start a new one in its place; a start still
         under way is given up for the new one."""
-        old = self._detach()
         if self.widget is not None and self.state == READY:
             self.widget.append_notice("Restarting the kernel…")
+        stale = self.release()
         if self.widget is not None:
             self.widget.keep_output_on_start = True
         self._pending.clear()
-        if old is not None:
-            # The old process ends on a worker; the new one does not wait for it.
-            self.host.tasks.run(f"{self._task_key}.end.{id(old)}", old.shutdown)
+        if stale:
+            # The old processes end on a worker; the new one does not wait for them.
+            self.host.tasks.run(f"{self._task_key}.end.{id(stale)}", _shut_down, stale)
         self.state = IDLE
         self.start()
 
@@ -158,11 +169,17 @@ class ConsoleTab(QWidget):
 
     # --- kernel start -------------------------------------------------------------------------
 
-    def _remember(self, kernel: Kernel) -> None:
-        # On the worker thread, as soon as the process exists: whatever becomes of the start
-        # (cancelled, window closed), close_down can end it.
+    def _launch(self, root, cancel: CancelToken) -> Kernel:
+        # On the worker thread. The kernel is remembered as soon as its process exists, so that
+        # whatever becomes of this call, ``release`` ends it; unless this call was given up
+        # already (``release`` cancels before it takes the list), then it ends it here.
+        kernel = launch_project_kernel(root)
         with self._launched_lock:
-            self._launched.append(kernel)
+            if not cancel.cancelled:
+                self._launched.append(kernel)
+                return kernel
+        kernel.shutdown()
+        raise Cancelled()
 
     def _forget(self, kernel: Kernel) -> None:
         with self._launched_lock:
@@ -173,15 +190,29 @@ class ConsoleTab(QWidget):
         self._frontend_loaded = True
         self._attach_if_ready()
 
-    def _on_kernel_started(self, kernel: Kernel) -> None:
+    def _on_kernel_launched(self, kernel: Kernel) -> None:
         if self.state != STARTING:  # closed or restarted meanwhile
-            kernel.shutdown()
             self._forget(kernel)
+            self.host.tasks.run(f"{self._task_key}.end.{id(kernel)}", kernel.shutdown)
             return
         self.kernel = kernel
+        self._poll.start()
         self._attach_if_ready()
 
+    def _on_ready_timeout(self) -> None:
+        if self.state != STARTING:
+            return
+        kernel = self._detach()
+        if kernel is not None:
+            self.host.tasks.run(f"{self._task_key}.end.{id(kernel)}", kernel.shutdown)
+            self._die(kernel.timeout_message(self.ready_timeout), kernel.stderr_tail())
+        else:
+            self.host.tasks.cancel(self._task_key)
+            self._die(f"The console's kernel did not start within {self.ready_timeout:.0f} s. Press Restart "
+                      "to try again.")
+
     def _on_kernel_failed(self, error: Exception) -> None:
+        self._ready_timer.stop()
         if isinstance(error, ConsoleError):
             self._die(str(error), getattr(error, "details", ""))
         else:
@@ -210,16 +241,14 @@ class ConsoleTab(QWidget):
         self.widget.kernel_client = self.client
         self.client.execute(probe_setup_code(), silent=True, store_history=False)
         self._stack.setCurrentWidget(self.widget)
-        # Until the new kernel's first prompt, the prompt on screen (after a restart) is the old
-        # kernel's: code sent now would be dropped when the widget resets for the new one.
+        # The kernel is ready at its first prompt. Until then the prompt on screen (after a
+        # restart) is the old kernel's: code sent now would be dropped when the widget resets.
         self._awaiting_prompt = True
-        self._set_state(READY)
-        self._poll.start()
-        self.request_variables()
 
     def _detach(self) -> Kernel | None:
         """Unbind the widget from the kernel; returns the kernel (still running)."""
         self._poll.stop()
+        self._ready_timer.stop()
         kernel, self.kernel = self.kernel, None
         if self.client is not None:
             client, self.client = self.client, None
@@ -233,12 +262,13 @@ class ConsoleTab(QWidget):
         return kernel
 
     def _check_alive(self) -> None:
-        if self.state == READY and self.kernel is not None and not self.kernel.is_alive():
+        if self.state in (STARTING, READY) and self.kernel is not None and not self.kernel.is_alive():
             kernel = self.kernel
-            message = kernel.death_message()
+            message = kernel.start_failure_message() if self.state == STARTING else kernel.death_message()
+            details = kernel.stderr_tail()
             self._detach()
             self.host.tasks.run(f"{self._task_key}.end.{id(kernel)}", kernel.shutdown)
-            self._die(message)
+            self._die(message, details)
 
     def fail(self, message: str, details: str = "") -> None:
         """Show that the console cannot run (``message`` says why and what to do)."""
@@ -267,8 +297,13 @@ class ConsoleTab(QWidget):
         return self.state == READY and not self._awaiting_prompt and self.widget.has_prompt()
 
     def _on_prompt_shown(self) -> None:
-        if self.state == READY:
-            self._awaiting_prompt = False
+        if self.client is None:
+            return
+        self._awaiting_prompt = False
+        if self.state == STARTING:
+            self._ready_timer.stop()
+            self._set_state(READY)
+            self.request_variables()
         self._drain()
 
     def _drain(self) -> None:
