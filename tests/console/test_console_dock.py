@@ -191,6 +191,7 @@ def test_restart_gives_a_new_kernel_with_an_empty_namespace_under_the_old_output
 
 def test_a_killed_kernel_is_said_once_in_the_dock_and_restart_brings_one_back(console_window, panel):
     console = panel.current()
+    execute_and_wait(console, "alive = 'before'")
     os.kill(console.kernel.pid, signal.SIGKILL)
 
     wait_for(lambda: console.state == "dead", what="the death to be noticed")
@@ -201,12 +202,15 @@ def test_a_killed_kernel_is_said_once_in_the_dock_and_restart_brings_one_back(co
     assert console.restart_button.isVisible()
     assert panel.tabs.tabText(panel.tabs.indexOf(console)).endswith("(no kernel)")
     assert not [w for w in QApplication.topLevelWidgets() if isinstance(w, QMessageBox) and w.isVisible()]
+    assert panel.variables.row_texts("alive") is None and console.variables == []  # they went with it
+    assert not console.widget.isEnabled()  # no input to a kernel that is not there
 
     console.restart_button.click()
     wait_for(lambda: console.accepts_input(), what="the restarted kernel")
     assert not console.notice.isVisible()
+    assert console.widget.isEnabled()
     execute_and_wait(console, "alive = True")
-    assert "alive" in names(console)
+    assert panel.variables.row_texts("alive")[3] == "True"
 
 
 def test_two_consoles_have_their_own_kernels_and_namespaces(console_window, panel):

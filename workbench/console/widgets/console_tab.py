@@ -233,6 +233,7 @@ class ConsoleTab(QWidget):
             self.widget.executed.connect(self._on_executed)
             self.widget.sig_prompt_shown.connect(self._on_prompt_shown)
             self._stack.addWidget(self.widget)
+        self.widget.setEnabled(True)
         self.client = make_client(self.kernel.connection_info)
         # Channels exist once started (their thread made); nothing was asked of the kernel yet,
         # so no answer can come before the handlers are connected.
@@ -283,6 +284,11 @@ class ConsoleTab(QWidget):
         self.notice.show()
         if self.widget is None:
             self.status_label.setText("No kernel.")
+        else:
+            # Greyed: what it shows is history, and input would have nowhere to go.
+            self.widget.setEnabled(False)
+        self.variables, self.variables_truncated = [], False
+        self.sig_variables_changed.emit()
         self._set_state(DEAD)
 
     def _set_state(self, state: str) -> None:
