@@ -110,8 +110,12 @@ class DockLayout(QObject):
             if height is not None and not dock.isHidden():
                 window.resizeDocks([dock], [height], Qt.Orientation.Vertical)
         self._minimums = self._dock_minimums()
-        # Restoring hides and shows each dock, and a dock may bring itself forward on that
-        # after a zero timer (Source Control does): the saved front tabs are raised after it.
+        # Tabifying a new dock brings it in front of its group: the saved fronts are raised at
+        # once, so the layout is never seen with the new dock in front (this runs again while
+        # the docks settle, between any two events). Restoring also hides and shows each dock,
+        # and a dock may bring itself forward on that after a zero timer (Source Control
+        # does): the saved front tabs are raised again after it.
+        self._raise_fronts()
         QTimer.singleShot(0, self, self._raise_fronts)
 
     def _raise_fronts(self) -> None:
