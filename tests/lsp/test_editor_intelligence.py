@@ -259,11 +259,20 @@ def test_a_killed_server_comes_back_and_the_editor_keeps_working(qtbot, window):
     controller = controller_of(window)
     states: list[str] = []
     controller.sig_status_changed.connect(lambda status: states.append(status.state))
-    os.kill(controller.session.server_pid, signal.SIGKILL)
+    tab.set_cursor_position(len(TRAIN.splitlines()) + 1, 1)
+    killed = [controller.session.server_pid, controller.checker.server_pid]
+    for pid in killed:
+        os.kill(pid, signal.SIGKILL)
     qtbot.keyClicks(tab.editor, "x")  # typing goes on while it is down
     wait_for(lambda: "running" in states, what="the server to come back")
     assert states[0] == "restarting"
-    tab.set_cursor_position(len(TRAIN.splitlines()) + 1, 1)
+    assert controller.session.server_pid not in killed and controller.checker.server_pid not in killed
+    qtbot.keyClicks(tab.editor, " = 1")
+    qtbot.keyClick(tab.editor, Qt.Key.Key_Return)
     qtbot.keyClicks(tab.editor, "print(after_restart)")
     wait_for(lambda: any("after_restart" in d.message for d in tab.diagnostics()), what="diagnostics again")
+    line, column = line_of(TRAIN, "build(8)")
+    tab.set_cursor_position(line, column + 2)
+    window.commands.execute("lsp.goToDefinition")
+    wait_for(lambda: window.current_editor().path.name == "model.py", what="navigation again")
     tab.editor.setPlainText(TRAIN)

@@ -27,6 +27,8 @@ DEFAULT_MAX_LINE_LENGTH = 100
 
 # Lint with pyflakes and pycodestyle, format with autopep8; everything else pylsp ships that
 # would lint twice (flake8, pylint), slowly (mccabe, pydocstyle) or format otherwise (yapf) is off.
+ASSIST_PLUGINS = ("jedi_definition", "jedi_hover", "jedi_references", "jedi_rename", "jedi_signature_help",
+                  "jedi_highlight", "jedi_type_definition", "folding")
 PLUGINS_OFF = ("flake8", "pylint", "mccabe", "pydocstyle", "yapf", "rope_autoimport", "rope_completion",
                "preload")
 
@@ -44,17 +46,23 @@ class ServerConfig:
     max_line_length: int = DEFAULT_MAX_LINE_LENGTH
     problems: tuple[str, ...] = field(default_factory=tuple)
 
-    def server_settings(self) -> dict:
-        """The ``workspace/didChangeConfiguration`` settings for pylsp."""
+    def server_settings(self, role: str = "all") -> dict:
+        """The ``workspace/didChangeConfiguration`` settings for pylsp: for ``role`` "all",
+        "assist" (jedi's completion, help and navigation, no linting) or "checker" (linting
+        and formatting only)."""
+        checks = role in ("all", "checker")
+        assists = role in ("all", "assist")
         plugins: dict = {name: {"enabled": False} for name in PLUGINS_OFF}
-        plugins["pyflakes"] = {"enabled": True}
-        plugins["pycodestyle"] = {"enabled": True, "maxLineLength": self.max_line_length}
-        plugins["autopep8"] = {"enabled": True}
+        plugins["pyflakes"] = {"enabled": checks}
+        plugins["pycodestyle"] = {"enabled": checks, "maxLineLength": self.max_line_length}
+        plugins["autopep8"] = {"enabled": checks}
         # Plain names in the list (the signature is in signature help): resolving each label's
         # signature costs jedi more than the whole completion.
-        plugins["jedi_completion"] = {"enabled": True, "resolve_at_most": 0, "include_params": False,
+        plugins["jedi_completion"] = {"enabled": assists, "resolve_at_most": 0, "include_params": False,
                                       "fuzzy": False}
-        plugins["jedi_symbols"] = {"enabled": True, "all_scopes": True, "include_import_symbols": False}
+        plugins["jedi_symbols"] = {"enabled": assists, "all_scopes": True, "include_import_symbols": False}
+        for name in ASSIST_PLUGINS:
+            plugins[name] = {"enabled": assists}
         # jedi finds the project's own modules through the workspace root pylsp is given.
         plugins["jedi"] = {"environment": self.python} if self.python else {}
         return {"pylsp": {"configurationSources": ["pycodestyle"], "plugins": plugins}}

@@ -7,7 +7,10 @@ protocol (``workbench.lsp.protocol``) and calls back ``on_event`` and each reque
 ``on_answer`` from that thread, so typing never waits for the server and the caller marshals
 answers to its own thread.
 
-Each document change gets a new version, and each request carries the version it was asked
+Each document change gets a new version at once, but the server is told of changes only
+when a request needs the new text or typing pauses (``sync_quiet``, at most ``sync_max`` after
+the first untold one): pylsp lints the file after each change it is told of, and a lint running
+beside a completion makes it wait. Each request carries the version it was asked
 for: an answer that arrives after the document changed again is dropped (requests made by a
 command instead get a ``RequestFailed`` saying the file changed). Requests typing makes
 (completion, hover, signature help) keep at most one in flight per kind; a newer one waits for
@@ -40,6 +43,8 @@ TYPING_KINDS = ("completion", "hover", "signature_help")
 INITIALIZE_TIMEOUT_S = 90.0
 SHUTDOWN_GRACE_S = 2.0
 RESTART_DELAY_S = 0.5
+SYNC_QUIET_S = 0.3
+SYNC_MAX_S = 1.5
 
 
 @dataclass(frozen=True)
@@ -68,10 +73,17 @@ class Request:
 class LanguageSession:
     """The language server of one project; see the module's docstring."""
 
-    def __init__(self, config: ServerConfig, on_event: Callable[[object], None], *,
+    def __init__(self, config: ServerConfig, on_event: Callable[[object], None], *, role: str = "all",
                  max_restarts: int = 3, restart_window: float = 120.0,
-                 initialize_timeout: float = INITIALIZE_TIMEOUT_S):
+                 initialize_timeout: float = INITIALIZE_TIMEOUT_S,
+                 sync_quiet: float | None = SYNC_QUIET_S, sync_max: float = SYNC_MAX_S):
         self.config = config
+        self.role = role
+        """What the server is configured for (``ServerConfig.server_settings``)."""
+        self.sync_quiet = sync_quiet
+        """Tell the server of changes once typing pauses this long (None: only when a request
+        needs them, or ``sync_max`` after the first untold one)."""
+        self.sync_max = sync_max
         self._on_event = on_event
         self.max_restarts = max_restarts
         self.restart_window = restart_window
@@ -90,7 +102,10 @@ class LanguageSession:
         self._process = None
         self._client = None
         self._generation = 0
-        self._documents: dict[Path, tuple[int, str]] = {}  # version and text the server knows
+        self._documents: dict[Path, tuple[int, str]] = {}  # the latest version and text of each
+        self._told: dict[Path, tuple[int, str]] = {}  # what the server was told of each
+        self._sync_at: float | None = None
+        self._sync_by: float | None = None
         self._in_flight: dict[Any, Request] = {}
         self._held: list[Request] = []
         self._busy: dict[str, Request] = {}
@@ -259,7 +274,8 @@ class LanguageSession:
         return True
 
     def _next_timeout(self) -> float | None:
-        deadlines = [d for d in (self._respawn_at, self._initialize_deadline, self._stopping_deadline) if d]
+        deadlines = [d for d in (self._respawn_at, self._initialize_deadline, self._stopping_deadline,
+                                 self._sync_at, self._sync_by) if d]
         return max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
 
     def _check_deadlines(self) -> None:
@@ -274,6 +290,8 @@ class LanguageSession:
                 self._process.kill()  # its end of file counts as a crash
         if self._stopping_deadline is not None and now >= self._stopping_deadline and self._process is not None:
             self._process.kill()
+        if (self._sync_at is not None and now >= self._sync_at) or (self._sync_by is not None and now >= self._sync_by):
+            self._tell_changes()
 
     def _flush(self) -> None:
         if self._client is None or self._process is None:
@@ -331,7 +349,7 @@ class LanguageSession:
         elif isinstance(event, events.WorkDoneProgressEnd):
             self._on_event(Progress("", done=True))
         elif isinstance(event, events.ConfigurationRequest):
-            settings = self.config.server_settings()
+            settings = self.config.server_settings(self.role)
             event.reply([settings.get(item.section, {}) if item.section else settings for item in event.items])
         elif isinstance(event, events.RegisterCapabilityRequest):
             event.reply()
@@ -345,9 +363,11 @@ class LanguageSession:
     def _on_initialized(self) -> None:
         self._initialize_deadline = None
         client, protocol = self._client, self._protocol
-        client.did_change_configuration(self.config.server_settings())
+        client.did_change_configuration(self.config.server_settings(self.role))
         for path, (version, text) in self._documents.items():
             client.did_open(protocol.document_item(path, version, text))
+        self._told = dict(self._documents)
+        self._sync_at = self._sync_by = None
         held, self._held = self._held, []
         for request in held:
             self._request_now(request)
@@ -356,6 +376,7 @@ class LanguageSession:
     def _on_server_exit(self) -> bool:
         process, self._process = self._process, None
         self._client = None
+        self._told.clear()
         self.server_pid = None
         code = process.wait(2.0) if process is not None else None
         tail = process.stderr_tail(wait=1.0) if process is not None else ""
@@ -432,24 +453,45 @@ class LanguageSession:
         self._documents[path] = (version, text)
         if self._running():
             self._client.did_open(self._protocol.document_item(path, version, text))
+            self._told[path] = (version, text)
 
     def _change_now(self, path: Path, version: int, text: str) -> None:
-        known = self._documents.get(path)
-        if known is None:
+        if path not in self._documents:
             return  # closed since
         self._documents[path] = (version, text)
-        change = text_change(known[1], text)
-        if change is None or not self._running():
+        if not self._running():
             return  # a server that starts later is told the whole text
+        now = time.monotonic()
+        if self.sync_quiet is not None:
+            self._sync_at = now + self.sync_quiet
+        if self._sync_by is None:
+            self._sync_by = now + self.sync_max
+
+    def _tell_changes(self) -> None:
+        """Tell the server every change it has not been told of, one incremental change per
+        document from what it knows to the latest text."""
+        self._sync_at = self._sync_by = None
+        if not self._running():
+            return
         protocol = self._protocol
-        self._client.did_change(protocol.versioned_id(path, version), [protocol.change_event(
-            change.line, change.column, change.end_line, change.end_column, change.text)])
+        for path, (version, text) in self._documents.items():
+            told = self._told.get(path)
+            if told is None or told[0] == version:
+                continue
+            self._told[path] = (version, text)
+            change = text_change(told[1], text)
+            if change is None:
+                continue
+            self._client.did_change(protocol.versioned_id(path, version), [protocol.change_event(
+                change.line, change.column, change.end_line, change.end_column, change.text)])
 
     def _save_now(self, path: Path, text: str) -> None:
         if path in self._documents and self._running():
+            self._tell_changes()
             self._client.did_save(self._protocol.document_id(path), text)
 
     def _close_now(self, path: Path) -> None:
+        self._told.pop(path, None)
         if self._documents.pop(path, None) is not None and self._running():
             self._client.did_close(self._protocol.document_id(path))
 
@@ -477,6 +519,7 @@ class LanguageSession:
         self._send(request)
 
     def _send(self, request: Request) -> None:
+        self._tell_changes()  # the answer must be about the text as it is
         client, protocol = self._client, self._protocol
         path = request.path
         at = protocol.position(path, request.line, request.column)

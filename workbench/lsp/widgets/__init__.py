@@ -19,7 +19,7 @@ BOTTOM_NEIGHBOURS = ("dock-runs", "dock-devices", "dock-console")
 def install(window) -> None:
     """Add the Problems and Outline docks, the code commands and the Python completion and
     hover providers to ``window``, and link the Python editors open now and later."""
-    from PySide6.QtCore import Qt
+    from PySide6.QtCore import Qt, QTimer
     from PySide6.QtWidgets import QDockWidget
 
     from workbench.lsp.widgets.commands import LanguageCommands
@@ -92,8 +92,13 @@ def install(window) -> None:
         if window.current_editor() is tab:
             outline.refresh()
 
-    for tab in window.editors():
-        adopt(tab)
+    def adopt_open_editors() -> None:
+        for tab in window.editors():
+            adopt(tab)
+
+    # The editors open at start are linked (and the server started) once the start-up is over,
+    # on the next turn of the event loop: the server's client library loads off that path.
+    QTimer.singleShot(0, window, adopt_open_editors)
     opened = getattr(window, "sig_editor_opened", None)
     if opened is not None:
         opened.connect(adopt)

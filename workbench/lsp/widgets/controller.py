@@ -1,9 +1,15 @@
 """The language server of one project window, seen from the GUI thread.
 
-The controller starts the session when the first Python file opens, links every Python editor
+The controller starts the server when the first Python file opens, links every Python editor
 to it (``EditorLink``), serves the window's completion and hover providers for Python files,
-and brings the session's answers and events over to the GUI thread, where each is checked once
+and brings the server's answers and events over to the GUI thread, where each is checked once
 more against the document's version before it is used.
+
+pylsp runs as two processes, both told every open document: one answers (completion, help,
+navigation, rename; jedi), the other checks (pyflakes, pycodestyle; formatting with autopep8).
+pylsp lints a file each time typing pauses, under the same interpreter lock as its completions:
+in one process a completion waits for the lint of a long file (0.5 s for 2,000 lines), in two
+it does not. They start, fail and restart together and show one status.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import logging
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QObject, Qt, QTimer, Signal
 
 from workbench.editor.assist import PENDING, TextPosition
 from workbench.lsp.config import server_config
@@ -25,6 +31,14 @@ log = logging.getLogger(__name__)
 
 HOVER_MAX_CHARACTERS = 2500
 HOVER_CODE_WIDTH = 88
+# While a name is being typed, completions are asked once typing pauses this long: the server
+# answers one question at a time, and one for every letter would queue before the one wanted.
+# After a dot, or on Ctrl+Space, they are asked at once.
+NAME_PAUSE_MS = 120
+# The checker's requests; everything else goes to the assistant.
+CHECKER_REQUESTS = ("format",)
+# The order in which one process's state wins over the other's in the status shown.
+STATE_WEIGHT = {"failed": 4, "restarting": 3, "starting": 2, "stopped": 1, "running": 0}
 
 
 class LanguageController(QObject):
@@ -45,31 +59,73 @@ class LanguageController(QObject):
         self.window = window
         self.config = server_config(window.project.root, window.project.settings)
         self.session: LanguageSession | None = None
+        """The process that answers (None until the first Python file opens)."""
+        self.checker: LanguageSession | None = None
+        """The process that checks and formats."""
         self.status = ServerStatus("stopped")
+        self._statuses: dict[str, ServerStatus] = {}
         self.links: dict[Path, object] = {}
         self._completion_cache: tuple | None = None
         self._sig_call.connect(self._call, Qt.ConnectionType.QueuedConnection)
+        self._name_timer = QTimer(self, singleShot=True, interval=NAME_PAUSE_MS)
+        self._name_timer.timeout.connect(self._ask_for_name)
+        self._name_question: Callable[[], None] | None = None
 
-    # --- the session --------------------------------------------------------------------------
+    # --- the server -----------------------------------------------------------------------------
 
     def ensure_session(self) -> LanguageSession:
-        """The session, started on first use."""
+        """The answering session, both started on first use."""
         if self.session is None:
-            self.session = LanguageSession(self.config, lambda event: self.on_gui_thread(self._on_event, event))
+            def reporter(role):
+                return lambda event: self.on_gui_thread(lambda e: self._on_event(role, e), event)
+
+            # The assistant needs the text only when asked; the checker once typing pauses.
+            self.session = LanguageSession(self.config, reporter("assist"), role="assist", sync_quiet=None,
+                                           sync_max=2.0)
+            self.checker = LanguageSession(self.config, reporter("checker"), role="checker")
             self.session.start()
+            self.checker.start()
         return self.session
+
+    def sessions(self) -> list[LanguageSession]:
+        return [session for session in (self.session, self.checker) if session is not None]
 
     def restart(self) -> None:
         """Start a fresh server (after a failure, or when asked)."""
         if self.session is None:
             self.ensure_session()
         else:
-            self.session.restart()
+            self._statuses.clear()  # what each process says from now on
+            self.status = ServerStatus("starting")
+            self.sig_status_changed.emit(self.status)
+            for session in self.sessions():
+                session.restart()
 
     def shut_down(self, wait: float = 0.0) -> None:
         """Stop the server (the window is closing)."""
-        if self.session is not None:
-            self.session.stop(wait)
+        for session in self.sessions():
+            session.stop(wait)
+
+    # --- documents (every process is told) ---------------------------------------------------
+
+    def open_document(self, path: Path, text: str) -> None:
+        self.ensure_session()
+        for session in self.sessions():
+            session.open(path, text)
+
+    def change_document(self, path: Path, text: str) -> None:
+        for session in self.sessions():
+            session.change(path, text)
+
+    def save_document(self, path: Path, text: str) -> None:
+        for session in self.sessions():
+            session.save(path, text)
+
+    def close_document(self, path: Path) -> None:
+        for session in self.sessions():
+            session.close(path)
+
+    # --- asking -------------------------------------------------------------------------------
 
     def run_command(self, command_id: str) -> None:
         """Run a window command as its menu item would (errors shown, not raised)."""
@@ -86,46 +142,46 @@ class LanguageController(QObject):
         except RuntimeError:
             pass  # the window is gone
 
-    def answer_to(self, request_holder: list, handle: Callable[[object], None], keep_stale: bool = False):
-        """A session ``on_answer`` that calls ``handle(result)`` on the GUI thread if the request
-        (``request_holder[0]``, set once asked) is still current there."""
+    def ask(self, method: str, *args, handle: Callable[[object], None], **options) -> Request:
+        """Ask the server ``method(*args, on_answer, **options)`` (a ``LanguageSession``
+        method); ``handle(result)`` runs on the GUI thread, with a RequestFailed when the
+        document changed meanwhile (typing's own questions are dropped then)."""
+        self.ensure_session()
+        session = self.checker if method in CHECKER_REQUESTS else self.session
+        holder: list = []
 
         def on_gui(result) -> None:
-            request = request_holder[0] if request_holder else None
-            session = self.session
-            if (not keep_stale and request is not None and session is not None
-                    and not isinstance(result, RequestFailed) and not session.is_current(request)):
+            request = holder[0] if holder else None
+            if request is not None and not isinstance(result, RequestFailed) and not session.is_current(request):
                 if request.kind in ("completion", "hover", "signature_help"):
                     return
                 result = RequestFailed(f"{request.path.name} changed before the language server answered; "
                                        "try again.", stale=True)
             handle(result)
 
-        return lambda result: self.on_gui_thread(on_gui, result)
-
-    def ask(self, method: str, *args, handle: Callable[[object], None], **options) -> Request:
-        """Ask the session ``method(*args, on_answer, **options)``; ``handle(result)`` runs on
-        the GUI thread, with a RequestFailed when the document changed meanwhile."""
-        holder: list = []
-        request = getattr(self.ensure_session(), method)(*args, self.answer_to(holder, handle), **options)
+        request = getattr(session, method)(*args, lambda result: self.on_gui_thread(on_gui, result), **options)
         holder.append(request)
         return request
 
     def _call(self, function, argument) -> None:
         function(argument)
 
-    def _on_event(self, event) -> None:
+    def _on_event(self, role: str, event) -> None:
         if isinstance(event, ServerStatus):
-            self.status = event
-            self.sig_status_changed.emit(event)
-            if event.state == "running":
-                self.sig_symbols_stale.emit(None)
-        elif isinstance(event, Diagnostics):
+            self._statuses[role] = event
+            shown = max(self._statuses.values(), key=lambda status: STATE_WEIGHT.get(status.state, 0))
+            if len(self._statuses) < 2 and shown.state == "running":
+                shown = ServerStatus("starting")  # until both are up
+            if shown != self.status:
+                self.status = shown
+                self.sig_status_changed.emit(shown)
+                if shown.state == "running":
+                    self.sig_symbols_stale.emit(None)
+        elif isinstance(event, Diagnostics) and role == "checker":
             link = self.links.get(event.path)
-            session = self.session
-            if link is None or session is None:
+            if link is None or self.checker is None:
                 return
-            if event.version is not None and event.version != session.version(event.path):
+            if event.version is not None and event.version != self.checker.version(event.path):
                 return  # typed since: the diagnostics of the newer text follow
             link.show_problems(event.problems)
 
@@ -145,8 +201,7 @@ class LanguageController(QObject):
     def _forget(self, path: Path, link) -> None:
         if self.links.get(path) is link:
             del self.links[path]
-            if self.session is not None:
-                self.session.close(path)
+            self.close_document(path)
 
     def link_for(self, path: Path):
         return self.links.get(Path(path))
@@ -177,8 +232,22 @@ class LanguageController(QObject):
             self._completion_cache = (key, edit_count, result)
             reply(completions(result, line_text, column))
 
-        self.ask("completion", position.path, position.line, position.column, handle=handle)
+        def ask() -> None:
+            self.ask("completion", position.path, position.line, position.column, handle=handle)
+
+        if position.explicit or start == position.column:  # Ctrl+Space, or just after a dot
+            self._name_timer.stop()
+            self._name_question = None
+            ask()
+        else:
+            self._name_question = ask
+            self._name_timer.start()
         return PENDING
+
+    def _ask_for_name(self) -> None:
+        question, self._name_question = self._name_question, None
+        if question is not None:
+            question()
 
     def hover(self, position: TextPosition):
         """The window's hover provider for Python files: the server's help as rich text."""

@@ -35,8 +35,7 @@ class EditorLink(QObject):
         self.signature_popup = None
         self._signature_place: tuple[int, int] | None = None
         document = self.editor.document()
-        self.session = controller.ensure_session()
-        self.session.open(self.path, self.editor.toPlainText())
+        controller.open_document(self.path, self.editor.toPlainText())
         document.contentsChange.connect(self._note_edit)
         document.contentsChanged.connect(self._send_text)
         tab.sig_modified_changed.connect(self._on_modified_changed)
@@ -52,7 +51,7 @@ class EditorLink(QObject):
     # --- text to the server -------------------------------------------------------------------
 
     def _send_text(self) -> None:
-        self.session.change(self.path, self.editor.toPlainText())
+        self.controller.change_document(self.path, self.editor.toPlainText())
         self.controller.sig_symbols_stale.emit(self.path)
 
     def _note_edit(self, position: int, removed: int, added: int) -> None:
@@ -76,7 +75,7 @@ class EditorLink(QObject):
 
     def _on_modified_changed(self, modified: bool) -> None:
         if not modified:  # saved (or reloaded from disk)
-            self.session.save(self.path, self.editor.toPlainText())
+            self.controller.save_document(self.path, self.editor.toPlainText())
 
     # --- problems -----------------------------------------------------------------------------
 
