@@ -108,10 +108,12 @@ class LanguageController(QObject):
 
     # --- documents (every process is told) ---------------------------------------------------
 
-    def open_document(self, path: Path, text: str) -> None:
+    def open_document(self, path: Path, text: str, check: bool = True) -> None:
+        """Tell the server ``path`` is open (``check``: lint it too; not an installed file)."""
         self.ensure_session()
         for session in self.sessions():
-            session.open(path, text)
+            if check or session is not self.checker:
+                session.open(path, text)
 
     def change_document(self, path: Path, text: str) -> None:
         for session in self.sessions():
@@ -191,6 +193,9 @@ class LanguageController(QObject):
         """Link ``tab`` to the server when it shows a Python file in the code editor."""
         if tab.editor is None or not is_python(tab.path):
             return
+        known = self.links.get(tab.path)
+        if known is not None and known.tab is tab:
+            return  # linked already (open at start, and reported opened too)
         from workbench.lsp.widgets.editor_link import EditorLink
 
         link = EditorLink(self, tab)

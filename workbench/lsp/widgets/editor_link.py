@@ -35,7 +35,7 @@ class EditorLink(QObject):
         self.signature_popup = None
         self._signature_place: tuple[int, int] | None = None
         document = self.editor.document()
-        controller.open_document(self.path, self.editor.toPlainText())
+        controller.open_document(self.path, self.editor.toPlainText(), check=not self.installed)
         document.contentsChange.connect(self._note_edit)
         document.contentsChanged.connect(self._send_text)
         tab.sig_modified_changed.connect(self._on_modified_changed)
