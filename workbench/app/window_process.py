@@ -19,6 +19,7 @@ from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QApplication
 
 from workbench.app.hub_link import QUIT_ALL_TIMEOUT_MS
+from workbench.app.heavy_modules import heavy_modules_loaded
 from workbench.app.window_host import WindowHost
 from workbench.ipc import messages
 from workbench.ipc.endpoint import project_lock
@@ -49,6 +50,11 @@ class ProjectWindowHost(WindowHost):
         self.window: ProjectWindow | None = None
         self._project_lock: FileLock | None = None
 
+    heavy_modules_at_start: list[str] | None = None
+
+    def _note_start_done(self) -> None:
+        self.heavy_modules_at_start = heavy_modules_loaded()
+
     # --- the project --------------------------------------------------------------------------
 
     @property
@@ -64,6 +70,9 @@ class ProjectWindowHost(WindowHost):
         self.hub.give_up_after(None)  # a project window outlives hubs
         RecentProjects(user_config_dir()).add(project.root, project.name)
         self.window = ProjectWindow(project)
+        # What the start-up loaded, noted as it ends (the capabilities just installed): what a
+        # capability starts after it (a language server) loads off the start-up path.
+        self.window.sig_capabilities_installed.connect(self._note_start_done)
         self.window.sig_closed.connect(self._on_window_closed)
         self.window.sig_broadcast.connect(self.broadcast)
         self.window.hub_requester = self.request_hub
@@ -142,7 +151,8 @@ class ProjectWindowHost(WindowHost):
         return self.window.project.name if self.window is not None else ""
 
     def describe_window(self) -> dict:
-        return self.window.describe() if self.window is not None else {}
+        described = self.window.describe() if self.window is not None else {}
+        return {**described, "heavy_modules_at_start": self.heavy_modules_at_start}
 
     # --- requests from the hub ----------------------------------------------------------------
 
