@@ -5,13 +5,15 @@ window's minimum width."""
 
 from __future__ import annotations
 
+from PySide6.QtWidgets import QSizePolicy
+
 from workbench.lsp.results import ServerStatus
 from workbench.qt.elided_label import ElidedLabel
 
 TEXTS = {
     "starting": ("Python: starting…", "#666666"),
     "restarting": ("Python: restarting…", "#9a6700"),
-    "failed": ("Python: language server not running", "#c42b1c"),
+    "failed": ("Python: server not running", "#c42b1c"),
 }
 
 
@@ -20,6 +22,9 @@ class ServerStatusLabel(ElidedLabel):
         super().__init__()
         self.setObjectName("lsp-status")
         self.setContentsMargins(8, 0, 8, 0)
+        # Its text's width when there is room (its minimum stays none, so it never widens the
+        # window): with the elided label's "ignored" policy the status bar gives it nothing.
+        self.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
         controller.sig_status_changed.connect(self.show_status)
         self.show_status(controller.status)
 
