@@ -10,6 +10,7 @@ import queue
 import signal
 import sys
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -244,3 +245,27 @@ def test_a_server_that_keeps_crashing_is_given_up_after_a_few_restarts(tmp_path)
     assert events.states().count("starting") == 3 and events.states().count("restarting") == 2
     assert "stopped 3 times" in session.status.message and "boom" in session.status.message
     session.stop(wait=5)
+
+
+def test_completions_know_the_packages_of_the_projects_interpreter(tmp_path):
+    import subprocess
+    import sysconfig
+
+    env = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env)], check=True, timeout=120)
+    purelib = sysconfig.get_path("purelib", vars={"base": str(env), "platbase": str(env)})
+    Path(purelib, "only_in_the_project_env.py").write_text("def calibrate(scale):\n    return scale\n")
+    root = make_project(tmp_path / "p")
+    path = root / "use_env.py"
+    text = "import only_in_the_project_env\nonly_in_the_project_env.\n"
+    path.write_text(text)
+    config = server_config(root, {"python": {"interpreter": str(env / "bin" / "python")}})
+    assert config.python == str(env / "bin" / "python")
+    session = LanguageSession(config, Events(), role="assist")
+    session.start()
+    try:
+        session.open(path, text)
+        found = ask(session.completion, path, 2, len("only_in_the_project_env."))
+        assert "calibrate" in [candidate.label for candidate in found]
+    finally:
+        session.stop(wait=10)
