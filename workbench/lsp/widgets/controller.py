@@ -83,8 +83,9 @@ class LanguageController(QObject):
             self.session = LanguageSession(self.config, reporter("assist"), role="assist", sync_quiet=None,
                                            sync_max=2.0)
             self.checker = LanguageSession(self.config, reporter("checker"), role="checker")
+            # The checker starts once the assistant is up (or could not start): the two never
+            # compete for the processor while the window is still loading its panels.
             self.session.start()
-            self.checker.start()
         return self.session
 
     def sessions(self) -> list[LanguageSession]:
@@ -171,6 +172,8 @@ class LanguageController(QObject):
     def _on_event(self, role: str, event) -> None:
         if isinstance(event, ServerStatus):
             self._statuses[role] = event
+            if role == "assist" and event.state in ("running", "failed") and not self.checker.started:
+                self.checker.start()
             shown = max(self._statuses.values(), key=lambda status: STATE_WEIGHT.get(status.state, 0))
             if len(self._statuses) < 2 and shown.state == "running":
                 shown = ServerStatus("starting")  # until both are up
