@@ -20,6 +20,7 @@ log = logging.getLogger(__name__)
 
 STDERR_LINES_KEPT = 40
 READ_SIZE = 64 * 1024
+NICENESS = 5
 
 
 class ServerProcess:
@@ -44,6 +45,12 @@ class ServerProcess:
             raise LanguageServerError(
                 f"The Python language server could not start: running {command[0]} failed ({exc.strerror or exc}). "
                 "Check [lsp] command in workbench.toml, then Restart Language Server.") from None
+        if hasattr(os, "setpriority"):
+            try:
+                # Below the window and the training runs: a busy server must not slow either.
+                os.setpriority(os.PRIO_PROCESS, self.popen.pid, NICENESS)
+            except OSError:
+                pass  # it may have ended already
         self._stdout_thread = threading.Thread(target=self._read_stdout, args=(on_bytes, on_exit),
                                                name="lsp-stdout", daemon=True)
         self._stderr_thread = threading.Thread(target=self._read_stderr, name="lsp-stderr", daemon=True)
