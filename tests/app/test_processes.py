@@ -72,8 +72,12 @@ def test_killing_a_window_leaves_hub_and_others_working_and_reopen_restores_unsa
     b = workbench.wait_for_project(second)
 
     workbench.command(a["window_id"], "editor.insertText", text="# tuned by hand\n")
-    hot_exit = first / ".workbench" / "hot-exit"
-    wait_until(lambda: hot_exit.is_dir() and any(hot_exit.iterdir()), 5, what="the hot-exit copy")
+    from workbench.editor import HotExitStore
+
+    # A whole copy holding the edit, not merely a file in the folder (a write under way is a
+    # temporary file there too).
+    wait_until(lambda: any("# tuned by hand" in entry.text for entry in HotExitStore(first).entries()),
+               30, what="the hot-exit copy")
 
     os.kill(a["pid"], signal.SIGKILL)
     crashed = workbench.wait_for_project(first, state="crashed")
