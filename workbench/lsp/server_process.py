@@ -20,14 +20,13 @@ log = logging.getLogger(__name__)
 
 STDERR_LINES_KEPT = 40
 READ_SIZE = 64 * 1024
-NICENESS = 5
 
 
 class ServerProcess:
-    """One run of the server ``command`` in ``cwd``."""
+    """One run of the server ``command`` in ``cwd`` (at a lower priority by ``niceness``)."""
 
     def __init__(self, command: tuple[str, ...], cwd: Path, on_bytes: Callable[[bytes], None],
-                 on_exit: Callable[[], None]):
+                 on_exit: Callable[[], None], niceness: int = 0):
         self.command = command
         self._stderr_tail: collections.deque[str] = collections.deque(maxlen=STDERR_LINES_KEPT)
         env = dict(os.environ)
@@ -45,10 +44,9 @@ class ServerProcess:
             raise LanguageServerError(
                 f"The Python language server could not start: running {command[0]} failed ({exc.strerror or exc}). "
                 "Check [lsp] command in workbench.toml, then Restart Language Server.") from None
-        if hasattr(os, "setpriority"):
+        if niceness and hasattr(os, "setpriority"):
             try:
-                # Below the window and the training runs: a busy server must not slow either.
-                os.setpriority(os.PRIO_PROCESS, self.popen.pid, NICENESS)
+                os.setpriority(os.PRIO_PROCESS, self.popen.pid, niceness)
             except OSError:
                 pass  # it may have ended already
         self._stdout_thread = threading.Thread(target=self._read_stdout, args=(on_bytes, on_exit),

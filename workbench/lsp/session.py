@@ -76,8 +76,10 @@ class LanguageSession:
     def __init__(self, config: ServerConfig, on_event: Callable[[object], None], *, role: str = "all",
                  max_restarts: int = 3, restart_window: float = 120.0,
                  initialize_timeout: float = INITIALIZE_TIMEOUT_S,
-                 sync_quiet: float | None = SYNC_QUIET_S, sync_max: float = SYNC_MAX_S):
+                 sync_quiet: float | None = SYNC_QUIET_S, sync_max: float = SYNC_MAX_S, niceness: int = 0):
         self.config = config
+        self.niceness = niceness
+        """How far below the window's priority the server runs (background work: linting)."""
         self.role = role
         """What the server is configured for (``ServerConfig.server_settings``)."""
         self.sync_quiet = sync_quiet
@@ -310,7 +312,7 @@ class LanguageSession:
             self._process = ServerProcess(
                 self.config.command, self.config.root,
                 lambda data: self._inbox.put(("bytes", generation, data)),
-                lambda: self._inbox.put(("exit", generation)))
+                lambda: self._inbox.put(("exit", generation)), self.niceness)
         except LanguageServerError as exc:
             self._process = None
             self._fail(str(exc))

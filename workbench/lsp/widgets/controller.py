@@ -35,6 +35,8 @@ HOVER_CODE_WIDTH = 88
 # answers one question at a time, and one for every letter would queue before the one wanted.
 # After a dot, or on Ctrl+Space, they are asked at once.
 NAME_PAUSE_MS = 120
+ASSIST_NICENESS = 3
+CHECKER_NICENESS = 8
 # The checker's requests; everything else goes to the assistant.
 CHECKER_REQUESTS = ("format",)
 # The order in which one process's state wins over the other's in the status shown.
@@ -80,9 +82,12 @@ class LanguageController(QObject):
                 return lambda event: self.on_gui_thread(lambda e: self._on_event(role, e), event)
 
             # The assistant needs the text only when asked; the checker once typing pauses.
+            # Both yield the processor to the window (its painting, a run's live curves): the
+            # assistant a little, the checker's linting, background work, more.
             self.session = LanguageSession(self.config, reporter("assist"), role="assist", sync_quiet=None,
-                                           sync_max=2.0)
-            self.checker = LanguageSession(self.config, reporter("checker"), role="checker")
+                                           sync_max=2.0, niceness=ASSIST_NICENESS)
+            self.checker = LanguageSession(self.config, reporter("checker"), role="checker",
+                                           niceness=CHECKER_NICENESS)
             # The checker starts once the assistant is up (or could not start): the two never
             # compete for the processor while the window is still loading its panels.
             self.session.start()
