@@ -276,3 +276,16 @@ def test_a_killed_server_comes_back_and_the_editor_keeps_working(qtbot, window):
     window.commands.execute("lsp.goToDefinition")
     wait_for(lambda: window.current_editor().path.name == "model.py", what="navigation again")
     tab.editor.setPlainText(TRAIN)
+
+
+def test_f2_in_the_explorer_still_renames_files(qtbot, window):
+    fresh(window, "train.py")
+    asked: list[str] = []
+    tree = window.tree
+    tree.ask_name = lambda title, label, initial="": asked.append(initial)  # answers None: no rename
+    tree.select_path(window.project.root / "ugly.py")
+    tree.setFocus()
+    wait_for(tree.hasFocus, what="the Explorer's focus")
+    qtbot.keyClick(tree, Qt.Key.Key_F2)
+    assert asked == ["ugly.py"]
+    assert not isinstance(QApplication.activeModalWidget(), QInputDialog)
