@@ -180,7 +180,13 @@ class ProjectWindow(QMainWindow):
         if self.capabilities_installed:
             return
         self.capabilities_installed = True
+        # Qt widens a shown window for the moment a new dock stands beside the others: the
+        # window keeps the size the user (or the screenshot) gave it.
+        size = self.size()
         install_capabilities(self, entries)
+        if self.isVisible():
+            self.layout().activate()
+            self.resize(size)
         self.dock_layout.restore_all()
         self.menus.prune_empty()
         self.sig_capabilities_installed.emit()
