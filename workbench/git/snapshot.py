@@ -176,7 +176,10 @@ def _scratch_index(repo: Repository) -> Iterator[dict[str, str]]:
         real_index = _git_path(repo, "index")
         if real_index.is_file():
             # A copy keeps the index's stat data, so only changed files are read and hashed.
-            shutil.copyfile(real_index, index)
+            # copy2 keeps the index's own mtime too: git trusts an entry's stat data only when
+            # the file is older than the index, and a fresh mtime would hide a same-size edit
+            # made in the second the user's index was written.
+            shutil.copy2(real_index, index)
         yield {"GIT_INDEX_FILE": str(index)}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
