@@ -33,22 +33,23 @@ def project_model(digits_project, digits_onnx) -> Path:
 
 @pytest.fixture
 def device_window(qtbot):
-    """``device_window(root) -> window``: a project window with the model tools and the device
-    capability installed (its hub link a recorder), its device list filled once."""
+    """``device_window(root, more=()) -> window``: a project window with the model tools, the
+    device capability and the capabilities ``more`` names installed (its hub link a recorder),
+    its device list filled once."""
     from workbench.device.widgets import session_of
     from workbench.project import load_project
     from workbench.ui.project_window import ProjectWindow
 
     windows = []
 
-    def open_(root: Path):
+    def open_(root: Path, more: tuple[str, ...] = ()):
         window = ProjectWindow(load_project(root))
         window.resize(1400, 900)
         qtbot.addWidget(window)
         window.hub_requests = HubRequests()
         window.hub_requester = window.hub_requests
         window.install_capabilities(("workbench.modeltools.widgets:install",
-                                     "workbench.device.widgets:install"))
+                                     "workbench.device.widgets:install", *more))
         window.show()
         qtbot.waitUntil(lambda: session_of(window).listed, timeout=TIMEOUT_MS)
         windows.append(window)
@@ -64,15 +65,15 @@ def device_window(qtbot):
 
 @pytest.fixture
 def paired_window(start_agent, device_window):
-    """``paired_window(root) -> (agent, window, panel, session)``: an agent named "Bench Phone",
-    paired, and a device window on ``root`` that lists it."""
+    """``paired_window(root, more=()) -> (agent, window, panel, session)``: an agent named
+    "Bench Phone", paired, and a device window on ``root`` that lists it."""
     from workbench.device.link import pair_device
     from workbench.device.widgets import panel_of, session_of
 
-    def open_(root: Path):
+    def open_(root: Path, more: tuple[str, ...] = ()):
         phone = start_agent(name="Bench Phone")
         pair_device(phone.address, phone.code)
-        window = device_window(root)
+        window = device_window(root, more)
         return phone, window, panel_of(window), session_of(window)
 
     return open_

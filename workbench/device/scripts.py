@@ -19,7 +19,22 @@ from workbench.device.errors import DeviceError
 from workbench.tasks import CancelToken, Progress
 
 DEFAULT_TIMEOUT_S = 600.0
+# The window command (no menu, not in the palette) through which another capability asks the
+# Devices dock for a script and a device, as Run on Device chooses them: a ScriptTarget or None.
+CHOOSE_SCRIPT_TARGET = "device.chooseScriptTarget"
 MAX_SCRIPT_BYTES = 16 * 1024 * 1024
+
+
+@dataclass
+class ScriptTarget:
+    """A script chosen to run (or be debugged) on a device, and the device: what another
+    capability needs to start it there."""
+
+    script: Path  # on this computer
+    text: str | None  # its unsaved text in the editor, None when saved
+    address: str  # the device's HOST:PORT
+    device: str  # the device's name
+    devices: object = None  # the paired devices (a PairedDevices) to open the link with
 
 
 @dataclass

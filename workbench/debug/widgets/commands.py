@@ -22,6 +22,10 @@ MENU = "Run"
 DEBUGGABLE_SUFFIXES = (".py", ".pyw")
 
 
+def _is_python_file(path) -> bool:
+    return Path(path).suffix.lower() in DEBUGGABLE_SUFFIXES and Path(path).is_file()
+
+
 class DebugCommands:
     """Declares the debug commands of one window and runs them through its controller."""
 
@@ -39,6 +43,8 @@ class DebugCommands:
             ("debug.debugFile", "Debug File", self.debug_file,
              dict(shortcut="F5", enabled=lambda: idle() and self.python_editor() is not None)),
             ("debug.debugTraining", "Debug Training Run", self.debug_training, dict(enabled=idle)),
+            ("debug.debugOnDevice", "Debug on Device", self.debug_on_device,
+             dict(enabled=idle, context=("explorer",), applies_to=_is_python_file)),
             ("debug.continue", "Continue", c.resume, dict(shortcut="F5", enabled=stopped)),
             ("debug.pause", "Pause", c.pause, dict(enabled=lambda: c.session_state == "running")),
             ("debug.stepOver", "Step Over", c.step_over, dict(shortcut="F10", enabled=stopped)),
@@ -91,6 +97,26 @@ class DebugCommands:
             path = str(self.window.project.root / path)
         self.show_dock()
         self.controller.debug_file(path)
+
+    def debug_on_device(self, path: str | None = None, paths: list | None = None,
+                        device: str | None = None) -> bool:
+        """Debug ``path`` (else the current editor's script, its unsaved text included) on
+        ``device`` (else the one selected in the Devices dock); False, with the reason in the
+        Devices dock, when there is nothing to debug or no device."""
+        from workbench.device.scripts import CHOOSE_SCRIPT_TARGET
+
+        if CHOOSE_SCRIPT_TARGET not in self.window.commands:
+            self.controller.sig_message.emit("Devices are not available in this window: debugging "
+                                             "on a device needs the Devices dock.")
+            return False
+        chosen = self.window.commands.execute(CHOOSE_SCRIPT_TARGET, path=path or (paths[0] if paths else None),
+                                              device=device, verb="debug")
+        if chosen is None:
+            return False
+        self.show_dock()
+        self.controller.debug_on_device(chosen.address, chosen.script, chosen.text, chosen.devices,
+                                        chosen.device)
+        return True
 
     def debug_training(self, overrides: list[str] | None = None, hparams_file: str | None = None) -> None:
         """Debug the project's training run as one process (``overrides``: ``key=value``s)."""

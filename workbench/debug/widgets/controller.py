@@ -103,6 +103,11 @@ class DebugController(QObject):
         self._save_lock = threading.Lock()
         self._write_lock = threading.Lock()
         self._to_save: DebugState | None = None
+        # Scripts being debugged on devices, by their session: each run's link is closed when
+        # its session ends, which stops the script on the device.
+        self._device_runs: dict[DebugSession, object] = {}
+        self._device_starts: dict[DebugSession, tuple] = {}
+        self._device_pending = False
 
     # --- sessions -----------------------------------------------------------------------------
 
@@ -144,6 +149,44 @@ class DebugController(QObject):
         self.tasks.run("debug.prepare", training_launch, self.project_root, hparams_file, tuple(overrides),
                        on_done=self._start, on_error=failed, title="Preparing the training run to debug")
 
+    def debug_on_device(self, target: str, script: Path | str, text: str | None = None,
+                        devices=None, device_name: str = "") -> None:
+        """Debug ``script`` (``text``: its unsaved text) on the device at ``target``: the
+        device starts it under debugpy and the session attaches through the paired link, with
+        the device's copy of the project mapped to this one. Sending the script and starting it
+        wait on the network, so they run off the GUI thread."""
+        from workbench.device.device_debug import start_device_debug
+
+        if self._refuse_a_second():
+            return
+        script = Path(script)
+        again = (target, script, text, devices, device_name)
+        self._device_pending = True
+        self._set_state(STARTING)
+
+        def started(run) -> None:
+            if not self._device_pending:  # stopped while it was starting
+                self.tasks.run("debug.device.close", run.close)
+                return
+            self._device_pending = False
+            config = AttachConfig(connect=run.open_tunnel, name=run.name,
+                                  path_mappings=run.path_mappings)
+            session = DebugSession(config, list(self.state.breakpoints), self._bridge)
+            self._device_runs[session] = run
+            self._device_starts[session] = again
+            self._begin(session)
+
+        def failed(exc: Exception) -> None:
+            if self._device_pending:
+                self._device_pending = False
+                self._set_state(ENDED if self.session is not None else IDLE)
+                self.sig_message.emit(str(exc))
+
+        where = device_name or target
+        self.tasks.run(f"debug.device.{next(self._keys)}", start_device_debug, target, script,
+                       self.project_root, None, text, True, None, devices,
+                       on_done=started, on_error=failed, title=f"Starting {script.name} on {where}")
+
     def attach(self, config: AttachConfig) -> None:
         """Debug a program already running under debugpy (a device's script, through a tunnel)."""
         if not self._refuse_a_second():
@@ -182,20 +225,35 @@ class DebugController(QObject):
             self._restart_pending = True
             self.session.terminate()
         else:
-            self._begin(self._fresh(self.session))
+            self._again(self.session)
+
+    def _again(self, session: DebugSession) -> None:
+        if session in self._device_starts:
+            # The device's copy of the script ended with its session: the device starts it anew.
+            self.debug_on_device(*self._device_starts.pop(session))
+        else:
+            self._begin(self._fresh(session))
 
     def _fresh(self, session: DebugSession) -> DebugSession:
         return DebugSession(session.config, list(self.state.breakpoints), self._bridge)
 
     def stop(self) -> None:
         """End the program being debugged."""
-        if self.session is not None and self.active:
+        if self._device_pending:
+            # Still sending the script to the device: the run is closed as soon as it starts.
+            self._device_pending = False
+            self._set_state(ENDED if self.session is not None else IDLE)
+        elif self.session is not None and self.active:
             self.session.terminate()
 
     def close_down(self) -> None:
         """The window is closing: end the session without waiting for it."""
+        self._device_pending = False
         if self.session is not None and self.active:
             self.session.terminate()
+        for run in self._device_runs.values():
+            run.close()  # the device stops the script when its link closes
+        self._device_runs.clear()
 
     # --- controls -----------------------------------------------------------------------------
 
@@ -253,6 +311,11 @@ class DebugController(QObject):
             self.sig_message.emit(payload)
 
     def _on_ended(self, end: SessionEnd) -> None:
+        run = self._device_runs.pop(self.session, None)
+        if run is not None:
+            # Closing the link stops the script on the device (unless it ended) and forgets
+            # its folder there; it may wait on the network.
+            self.tasks.run(f"debug.device.close.{next(self._keys)}", run.close)
         self.last_end = end
         self.current_stop = None
         self._select(None)
@@ -264,7 +327,7 @@ class DebugController(QObject):
         self.sig_ended.emit(end)
         if self._restart_pending and self.session is not None:
             self._restart_pending = False
-            self._begin(self._fresh(self.session))
+            self._again(self.session)
 
     def _set_state(self, state: str) -> None:
         if state != self.session_state:

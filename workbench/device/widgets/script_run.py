@@ -14,6 +14,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPlainTextEdit, QPushButton, QVBoxLayout, QWidget
 
+from workbench.device.scripts import CHOOSE_SCRIPT_TARGET, ScriptTarget
 from workbench.qt.elided_label import ElidedLabel
 
 SCRIPT_SUFFIXES = (".py",)
@@ -108,20 +109,10 @@ def install_run_on_device(window, panel, dock) -> ScriptView:
         False, with the reason in the panel, when there is nothing to run or nowhere."""
         dock.show()
         dock.raise_()
-        script, text = _script_and_text(window, path or (paths[0] if paths else None))
-        if script is None:
-            panel.show_error("Open a Python script in the editor (or right-click one in the "
-                             "Explorer) to run it on a device.")
+        chosen = script_target(window, panel, path or (paths[0] if paths else None), device, "run")
+        if chosen is None:
             return False
-        if device is not None and not panel.select_device(device):
-            panel.show_error(f"{device} is not in the device list: pair it first (Pair…).")
-            return False
-        target = panel.selected_address()
-        if not target:
-            panel.show_error("Select a device in the list first (Pair… or Start Local Device "
-                             "adds one).")
-            return False
-        panel.banner.hide()
+        script, text, target = chosen.script, chosen.text, chosen.address
         if panel.session.is_busy("device.script"):
             panel.session.stop_script()
         view.begin(script, panel.device_name(target))
@@ -134,11 +125,43 @@ def install_run_on_device(window, panel, dock) -> ScriptView:
         f"Ran {Path(done.script).name} on {done.device}"))
     panel.session.sig_script_failed.connect(lambda message: panel.status.setText(
         message if message == "Stopped" else ""))
+    def choose(path=None, device: str | None = None, verb: str = "run") -> ScriptTarget | None:
+        """For another capability's command (Debug on Device): the script and the device, as
+        Run on Device chooses them; None, with the reason in the Devices dock, shown."""
+        chosen = script_target(window, panel, path, device, verb)
+        if chosen is None:
+            dock.show()
+            dock.raise_()
+        return chosen
+
     window.commands.add("device.runScript", "Run on Device", run, category="Devices",
                         context=("explorer",),
                         applies_to=lambda path: (Path(path).suffix.lower() in SCRIPT_SUFFIXES
                                                  and Path(path).is_file()))
+    window.commands.add(CHOOSE_SCRIPT_TARGET, "Choose a Script and a Device", choose,
+                        category="Devices", in_palette=False)
     return view
+
+
+def script_target(window, panel, path, device: str | None, verb: str) -> ScriptTarget | None:
+    """The script to ``verb`` on a device (``path``, else the current editor's file), with its
+    unsaved text, and the device (``device``, else the one selected in the Devices list); None,
+    with the reason in the panel's banner, when either is missing."""
+    script, text = _script_and_text(window, path)
+    if script is None:
+        panel.show_error(f"Open a Python script in the editor (or right-click one in the "
+                         f"Explorer) to {verb} it on a device.")
+        return None
+    if device is not None and not panel.select_device(device):
+        panel.show_error(f"{device} is not in the device list: pair it first (Pair…).")
+        return None
+    target = panel.selected_address()
+    if not target:
+        panel.show_error("Select a device in the list first (Pair… or Start Local Device "
+                         "adds one).")
+        return None
+    panel.banner.hide()
+    return ScriptTarget(script, text, target, panel.device_name(target), panel.session.paired_devices())
 
 
 def _script_and_text(window, path) -> tuple[Path | None, str | None]:
