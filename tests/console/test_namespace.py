@@ -121,3 +121,31 @@ def test_objects_show_their_length_and_default_reprs_lose_their_address():
     variables, _ = summarise({"dataset": dataset, "pair": Split(train=[dataset])})
     assert (find(variables, "dataset").size, find(variables, "dataset").value) == ("7 items", "<TensorDataset>")
     assert find(variables, "pair").value == "Split(train=[<TensorDataset>], seed=0)"
+
+
+def test_objects_open_to_their_public_attributes_so_a_datasets_tensors_show_their_shapes():
+    import torch.utils.data
+
+    class Loader:
+        def __init__(self, dataset):
+            self.dataset = dataset
+            self.batch_size = 32
+            self._cache = {}  # private: left out
+            self.collate = len  # code: left out
+
+    dataset = torch.utils.data.TensorDataset(torch.zeros(12, 1, 8, 8), torch.zeros(12, dtype=torch.int64))
+    variables, _ = summarise({"splits": Split(train=dataset), "loader": Loader(dataset), "number": 3})
+    train = find(variables, "splits").children[0]
+    assert (train.size, train.value) == ("12 items", "<TensorDataset>")
+    [tensors] = train.children
+    assert (tensors.name, [t.size for t in tensors.children]) == ("tensors", ["(12, 1, 8, 8)", "(12,)"])
+    loader = find(variables, "loader")
+    assert [child.name for child in loader.children] == ["dataset", "batch_size"]
+    assert find(variables, "number").children is None
+
+
+def test_big_arrays_in_a_containers_preview_are_their_shape_and_small_ones_their_values():
+    variables, _ = summarise({"pair": (torch.zeros(12, 3), np.zeros((4, 5), dtype=np.float32)),
+                              "small": [torch.tensor([1, 2]), np.arange(3)]})
+    assert find(variables, "pair").value == "(tensor(shape=(12, 3), float32), array(shape=(4, 5), float32))"
+    assert find(variables, "small").value == "[tensor([1, 2]), array([0, 1, 2])]"

@@ -22,6 +22,8 @@ MAX_NODES = 3000
 EXACT_STATS_LIMIT = 2_000_000
 """Above this many elements min / max are computed over an evenly spaced sample of about this many."""
 VALUE_CHARS = 120
+SMALL_ARRAY = 10
+"""Arrays up to this many elements show their values in a container's preview."""
 HIDDEN_NAMES = {"In", "Out", "exit", "quit", "get_ipython"}
 _DEFAULT_REPR = re.compile(r"<([\w.]+\.)?(\w+) object at 0x[0-9a-fA-F]+>")
 
@@ -37,6 +39,26 @@ class _ShortRepr(reprlib.Repr):
         # "<TensorDataset>"; shortened before the cut, so a long repr keeps what it says.
         text = _DEFAULT_REPR.sub(r"<\2>", text)
         return text if len(text) <= self.maxother else text[: self.maxother - 1] + "\u2026"
+
+    def repr_Tensor(self, x, level):  # noqa: N802 (reprlib's name for the type Tensor)
+        # In a container's preview a big tensor is its shape: torch takes milliseconds to format
+        # one only to be cut, and the item's own row has its summary.
+        try:
+            if x.numel() > SMALL_ARRAY:
+                return "tensor(shape=%s, %s)" % (_shape_text(list(x.shape)), str(x.dtype).replace("torch.", ""))
+        except Exception:
+            pass
+        return self.repr_instance(x, level)
+
+    repr_Parameter = repr_Tensor
+
+    def repr_ndarray(self, x, level):
+        try:
+            if x.size > SMALL_ARRAY:
+                return "array(shape=%s, %s)" % (_shape_text(list(x.shape)), x.dtype)
+        except Exception:
+            pass
+        return self.repr_instance(x, level)
 
 
 _repr = _ShortRepr()
@@ -97,16 +119,25 @@ def describe(name, value, depth, budget):
                                     for field in fields[:MAX_CHILDREN] if budget[0] > 0]
                 node["more"] = len(fields) - len(node["children"])
             return node
+        attributes = _attributes(value)
+        if attributes:
+            # An object of the user's or a library's (a TensorDataset's tensors, a loader's
+            # settings): its public attributes, as a debugger shows them, so shapes are in reach.
+            _add_length(node, value)
+            node["value"] = _preview(value)
+            if depth < MAX_DEPTH:
+                node["children"] = [describe(attribute, child, depth + 1, budget)
+                                    for attribute, child in attributes[:MAX_CHILDREN] if budget[0] > 0]
+            else:
+                node["children"] = []
+            node["more"] = len(attributes) - len(node["children"])
+            return node
         if isinstance(value, str):
             node["size"] = _count(len(value), "char")
         elif isinstance(value, (bytes, bytearray)):
             node["size"] = _count(len(value), "byte")
-        elif hasattr(type(value), "__len__"):
-            # Datasets, data loaders, models' module lists: their length is what users look for.
-            try:
-                node["size"] = _count(len(value), "item")
-            except Exception:  # an object that cannot say its length still has a value to show
-                pass
+        else:
+            _add_length(node, value)
         node["value"] = _preview(value)
     except Exception as exc:  # a broken __repr__ or __len__ must not hide every other variable
         node["value"] = "<cannot show: %s>" % type(exc).__name__
@@ -162,6 +193,28 @@ def _fields(value):
     return None
 
 
+def _add_length(node, value):
+    """Datasets, data loaders, models' module lists: their length is what users look for."""
+    if hasattr(type(value), "__len__"):
+        try:
+            node["size"] = _count(len(value), "item")
+        except Exception:  # an object that cannot say its length still has a value to show
+            pass
+
+
+def _attributes(value):
+    """(name, value) pairs of an instance's public data attributes, in the order they were set;
+    empty for values without a ``__dict__`` (numbers, strings, slotted objects)."""
+    try:
+        attributes = vars(value)
+    except Exception:  # no __dict__ (TypeError), or a proxy whose __dict__ raises
+        return []
+    if not isinstance(attributes, dict):
+        return []
+    return [(name, child) for name, child in list(attributes.items())
+            if isinstance(name, str) and not name.startswith("_") and not _is_code(child)]
+
+
 def _describe_array(node, value):
     """Fill ``node`` for a NumPy array or scalar, a torch tensor, or anything else with a shape
     and a dtype (pandas, JAX...); False when ``value`` is none of them."""
@@ -181,7 +234,7 @@ def _describe_array(node, value):
         node["dtype"] = str(value.dtype)
         node["size"] = _shape_text(node["shape"])
         _array_stats(node, value, numpy)
-        if value.size <= 10:
+        if value.size <= SMALL_ARRAY:
             node["value"] = _preview(value.tolist())
         return True
     if numpy is not None and isinstance(value, numpy.generic):
