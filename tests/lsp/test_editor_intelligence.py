@@ -80,6 +80,27 @@ def test_typing_nn_dot_lists_conv2d_and_enter_inserts_it(qtbot, window):
     qtbot.keyClick(tab.editor.completion_popup.view, Qt.Key.Key_Escape)
 
 
+def test_a_list_answered_after_the_next_key_lists_the_rest_of_the_name_at_once(qtbot, window):
+    # Keys 50 ms apart, faster than the pause after which a name is asked about: the list comes
+    # only from the answer to the dot, which arrives after the keys that follow it.
+    tab = fresh(window, "train.py")
+    tab.set_cursor_position(len(TRAIN.splitlines()) + 1, 1)
+    qtbot.keyClicks(tab.editor, "nn.")  # the server's first look into torch.nn takes seconds
+    wait_for(lambda: tab.editor.completions_shown(), what="a first list")
+    qtbot.keyClick(tab.editor.completion_popup.view, Qt.Key.Key_Escape)
+    qtbot.keyClick(tab.editor, Qt.Key.Key_Home, Qt.KeyboardModifier.ShiftModifier)
+    qtbot.keyClicks(tab.editor, "kernel = nn.Conv")  # a line no other test asks about
+    shown: list[str] = []
+    for step in range(1200):  # a minute at most of typing "Conv" / "Con" back and forth
+        qtbot.keyClick(tab.editor, Qt.Key.Key_Backspace if step % 2 == 0 else Qt.Key.Key_V)
+        shown = [item.text for item in tab.editor.completions_shown()]
+        if shown:
+            break
+        qtbot.wait(50)
+    assert shown[:3] == ["Conv1d", "Conv2d", "Conv3d"], shown
+    qtbot.keyClick(tab.editor, Qt.Key.Key_Escape)
+
+
 def test_signature_help_of_conv2d_shows_in_channels_in_bold(qtbot, window):
     tab = fresh(window, "train.py")
     tab.set_cursor_position(len(TRAIN.splitlines()) + 1, 1)

@@ -192,9 +192,11 @@ class LanguageSession:
 
     # --- requests -----------------------------------------------------------------------------
 
-    def completion(self, path: Path, line: int, column: int, on_answer) -> Request:
-        """Completions at 1-based ``line``, 0-based ``column``: ``on_answer(list[Candidate])``."""
-        return self._ask("completion", path, on_answer, line, column)
+    def completion(self, path: Path, line: int, column: int, on_answer, on_stale=None) -> Request:
+        """Completions at 1-based ``line``, 0-based ``column``: ``on_answer(list[Candidate])``.
+        ``on_stale(list[Candidate])`` gets an answer that came after the document changed
+        (dropped without it): the list for a name's start still serves the rest of the name."""
+        return self._ask("completion", path, on_answer, line, column, on_stale=on_stale)
 
     def signature_help(self, path: Path, line: int, column: int, on_answer) -> Request:
         """``on_answer(SignatureHelp)``."""
@@ -564,6 +566,12 @@ class LanguageSession:
             self._deliver(request, RequestFailed(f"The language server could not answer: {answer.error}"))
             return
         if not self._is_current(request):
+            on_stale = request.extra.get("on_stale")
+            if on_stale is not None:
+                try:
+                    on_stale(self._result(request, answer.event))
+                except Exception:  # a surprising answer or the caller's bug: dropped as before
+                    log.exception("Handling a late %s answer failed", request.kind)
             self._deliver_stale(request)
             return
         try:

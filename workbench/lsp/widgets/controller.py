@@ -162,6 +162,8 @@ class LanguageController(QObject):
             request = holder[0] if holder else None
             if request is not None and not isinstance(result, RequestFailed) and not session.is_current(request):
                 if request.kind in ("completion", "hover", "signature_help"):
+                    if options.get("on_stale") is not None:
+                        options["on_stale"](result)
                     return
                 result = RequestFailed(f"{request.path.name} changed before the language server answered; "
                                        "try again.", stale=True)
@@ -245,8 +247,14 @@ class LanguageController(QObject):
             self._completion_cache = (key, edit_count, result)
             reply(completions(result, line_text, column))
 
+        def keep(result) -> None:
+            # Typed on before it came (a person types faster than the server answers): not
+            # shown for the old caret, but the next key of the same name lists from it at once.
+            self._completion_cache = (key, edit_count, result)
+
         def ask() -> None:
-            self.ask("completion", position.path, position.line, position.column, handle=handle)
+            self.ask("completion", position.path, position.line, position.column, handle=handle,
+                     on_stale=lambda result: self.on_gui_thread(keep, result))
 
         if position.explicit or start == position.column:  # Ctrl+Space, or just after a dot
             self._name_timer.stop()
