@@ -72,6 +72,9 @@ class AttachConfig:
     name: str = "attached program"
     path_mappings: list[tuple[str, str]] = field(default_factory=list)
     just_my_code: bool = True
+    # The program outlives the session (a console's kernel): ending the session lets go of it
+    # and never ends it.
+    keeps_program: bool = False
 
     def dap_arguments(self) -> dict:
         arguments: dict = {"name": self.name, "type": "python", "request": "attach",
@@ -82,8 +85,8 @@ class AttachConfig:
         return arguments
 
 
-def attach_to_port(host: str, port: int, name: str = "", path_mappings: list[tuple[str, str]] | None = None
-                   ) -> AttachConfig:
+def attach_to_port(host: str, port: int, name: str = "", path_mappings: list[tuple[str, str]] | None = None,
+                   keeps_program: bool = False) -> AttachConfig:
     """Attach to a program started with ``python -m debugpy --listen HOST:PORT``.
 
     Do not probe the port with a connection that closes at once to see whether it listens:
@@ -92,7 +95,7 @@ def attach_to_port(host: str, port: int, name: str = "", path_mappings: list[tup
     from workbench.debug.streams import connect
 
     return AttachConfig(connect=lambda: connect(host, port), name=name or f"{host}:{port}",
-                        path_mappings=list(path_mappings or []))
+                        path_mappings=list(path_mappings or []), keeps_program=keeps_program)
 
 
 def script_launch(script: Path | str, args: list[str] | None = None, cwd: Path | str | None = None,

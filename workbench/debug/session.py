@@ -417,8 +417,29 @@ class DebugSession:
             self._terminate_requested = True
         self._submit(self._terminate)
 
+    @property
+    def keeps_program(self) -> bool:
+        """The program goes on when the session ends (a console's kernel)."""
+        return getattr(self.config, "keeps_program", False)
+
+    def detach(self, message: str) -> None:
+        """End the session with ``message`` and let the program run on without the debugger
+        (a console cell that ran to its end); returns at once."""
+        with self._lock:
+            if self.end is not None or self._terminate_requested:
+                return
+            self._terminate_requested = True
+        self._submit(self._detach, message)
+
+    def _detach(self, message: str) -> None:
+        self._finish(SessionEnd(message, output_tail=list(self._output_tail)))
+        self._shut_down()
+
     def _terminate(self) -> None:
         client = self.client
+        if self.keeps_program:
+            self._detach(f"Stopped debugging {self.name}.")
+            return
         if client is not None and not client.closed:
             command = "terminate" if self.is_launch else "disconnect"
             arguments = None if self.is_launch else {"terminateDebuggee": True}
@@ -455,13 +476,14 @@ class DebugSession:
         client = self.client
         if client is not None and not client.closed:
             try:
-                client.request("disconnect", {"terminateDebuggee": True}, timeout=3.0)
+                client.request("disconnect", {"terminateDebuggee": not self.keeps_program}, timeout=3.0)
             except DebugError:
                 pass
             client.close()
         if self.adapter is not None:
             self.adapter.stop()
-        self._kill_program()
+        if not self.keeps_program:
+            self._kill_program()
 
     def _kill_program(self) -> None:
         """debugpy starts the program in a process group of its own; when the adapter died

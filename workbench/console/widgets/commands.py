@@ -61,7 +61,9 @@ class ConsoleCommands:
         self._keys_in_editors_only(("console.runSelection", "console.runCell"))
         add("console.execute", "Execute in Console", self.execute, category=CATEGORY, in_palette=False)
         add("console.describe", "Describe Console", self.describe, category=CATEGORY, in_palette=False)
-        return [entry[0] for entry in run_entries + console_entries] + ["console.execute", "console.describe"]
+        add("console.evaluate", "Evaluate in Console", self.evaluate, category=CATEGORY, in_palette=False)
+        return ([entry[0] for entry in run_entries + console_entries]
+                + ["console.execute", "console.describe", "console.evaluate"])
 
     def _keys_in_editors_only(self, command_ids) -> None:
         """F9 and Ctrl+Enter act in the editors only (as in Spyder): elsewhere Ctrl+Enter is the
@@ -124,9 +126,16 @@ class ConsoleCommands:
     def close_console(self) -> None:
         self.panel.close_console()
 
-    def execute(self, code: str) -> None:
-        """Run ``code`` in the current console as if typed there."""
-        self.show().execute(code)
+    def execute(self, code: str, on_done=None) -> None:
+        """Run ``code`` in the current console as if typed there (``on_done(status)`` once it
+        ran: "ok", "error" or "aborted")."""
+        self.show().execute(code, on_done)
+
+    def evaluate(self, code: str, expression: str, on_done, on_error) -> None:
+        """Run ``code`` silently in the current console (started first when needed), then give
+        ``on_done`` the repr of ``expression``, or ``on_error`` a message (for another
+        capability: the debugger prepares the console's kernel this way)."""
+        self.panel.ensure_console().evaluate(code, expression, on_done, on_error)
 
     def describe(self) -> dict:
         """The consoles as a script reads them: title and state of each, the current one's index,

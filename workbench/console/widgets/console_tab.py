@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+from typing import Callable
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QLabel, QStackedWidget, QVBoxLayout, QWidget
@@ -66,7 +67,10 @@ class ConsoleTab(QWidget):
         self.ready_timeout = READY_TIMEOUT_S
         self._task_key = f"console.kernel.{next(_task_numbers)}"
         self._frontend_loaded = False
-        self._pending: list[str] = []
+        self._pending: list[tuple[str, Callable[[str], None] | None]] = []
+        self._after_execution: list[Callable[[str], None]] = []
+        self._evaluations: list[tuple] = []
+        self._evaluating: dict[str, tuple] = {}
         self._awaiting_prompt = False
         self._summary_request: str | None = None
         self._launched: list[Kernel] = []
@@ -137,16 +141,40 @@ class ConsoleTab(QWidget):
         if self.widget is not None:
             self.widget.clear()
 
-    def execute(self, code: str) -> None:
+    def execute(self, code: str, on_done: Callable[[str], None] | None = None) -> None:
         """Run ``code`` as if typed at the prompt: now when the console waits for input, else when
-        the running execution ends (starting the kernel first when needed)."""
+        the running execution ends (starting the kernel first when needed). ``on_done`` gets how
+        it ended ("ok", "error" or "aborted") once it has run."""
         if self.state == DEAD:
             self.notice.show()
             return
-        self._pending.append(code)
+        self._pending.append((code, on_done))
         if self.state == IDLE:
             self.start()
         self._drain()
+
+    def evaluate(self, code: str, expression: str, on_done: Callable[[str], None],
+                 on_error: Callable[[str], None]) -> None:
+        """Run ``code`` silently (nothing shows, no history) once the kernel is ready, then give
+        ``on_done`` the repr of ``expression``; ``on_error`` gets a message when the console
+        cannot (its kernel died, the code failed)."""
+        if self.state == DEAD:
+            self.notice.show()
+            on_error(self.message or "The console has no kernel: press Restart in the Console dock.")
+            return
+        self._evaluations.append((code, expression, on_done, on_error))
+        if self.state == IDLE:
+            self.start()
+        self._send_evaluations()
+
+    def _send_evaluations(self) -> None:
+        if self.state != READY or self.client is None or self._awaiting_prompt:
+            return
+        while self._evaluations:
+            code, expression, on_done, on_error = self._evaluations.pop(0)
+            msg_id = self.client.execute(code, silent=True, store_history=False,
+                                         user_expressions={"value": expression})
+            self._evaluating[msg_id] = (on_done, on_error)
 
     def close_down(self) -> None:
         """End every kernel this console started (the window is closing)."""
@@ -258,6 +286,12 @@ class ConsoleTab(QWidget):
             client.shell_channel.message_received.disconnect(self._on_shell_message)
             client.stop_channels()
         self._summary_request = None
+        self._after_execution.clear()
+        waiting = list(self._evaluating.values()) + [entry[2:] for entry in self._evaluations]
+        self._evaluating.clear()
+        self._evaluations.clear()
+        for _on_done, on_error in waiting:
+            on_error("The console's kernel stopped before it answered.")
         if kernel is not None:
             self._forget(kernel)
         return kernel
@@ -278,6 +312,10 @@ class ConsoleTab(QWidget):
     def _die(self, message: str, details: str = "") -> None:
         """Say once, above the console, that it has no kernel, and offer Restart."""
         self._pending.clear()
+        waiting = [entry[2:] for entry in self._evaluations]
+        self._evaluations.clear()
+        for _on_done, on_error in waiting:
+            on_error(message)
         self.message = message
         self.notice.label.setText(message)
         self.notice.label.setToolTip(details.strip()[-2000:] if details.strip() else "")
@@ -310,16 +348,35 @@ class ConsoleTab(QWidget):
             self._ready_timer.stop()
             self._set_state(READY)
             self.request_variables()
+        self._send_evaluations()
         self._drain()
 
     def _drain(self) -> None:
         """Run the next waiting piece of code if the console is at its prompt."""
         if self._pending and self.accepts_input():
-            self.widget.execute(self._pending.pop(0))
+            code, on_done = self._pending.pop(0)
+            if on_done is not None:
+                self._after_execution.append(on_done)
+            self.widget.execute(code)
 
     def _on_executed(self, _reply) -> None:
+        # The console runs one input at a time: this reply is that of the oldest one waiting.
+        if self._after_execution:
+            content = _reply.get("content", {}) if isinstance(_reply, dict) else {}
+            self._after_execution.pop(0)(content.get("status", "ok"))
         self.sig_executed.emit()
         self.request_variables()
+
+    @staticmethod
+    def _answer_evaluation(callbacks: tuple, content: dict) -> None:
+        on_done, on_error = callbacks
+        value = content.get("user_expressions", {}).get("value", {})
+        if content.get("status") != "ok":
+            on_error(f"{content.get('ename', 'Error')}: {content.get('evalue', '')}")
+        elif value.get("status") != "ok":
+            on_error(f"{value.get('ename', 'Error')}: {value.get('evalue', '')}")
+        else:
+            on_done(value.get("data", {}).get("text/plain", ""))
 
     def request_variables(self) -> None:
         """Ask the kernel for a new summary of its namespace (answered in ``sig_variables_changed``)."""
@@ -328,7 +385,11 @@ class ConsoleTab(QWidget):
                 "", silent=True, store_history=False, user_expressions={"namespace": SUMMARY_EXPRESSION})
 
     def _on_shell_message(self, message: dict) -> None:
-        if message.get("parent_header", {}).get("msg_id") != self._summary_request or self._summary_request is None:
+        parent = message.get("parent_header", {}).get("msg_id")
+        if parent in self._evaluating:
+            self._answer_evaluation(self._evaluating.pop(parent), message.get("content", {}))
+            return
+        if parent != self._summary_request or self._summary_request is None:
             return
         self._summary_request = None
         reply = message.get("content", {}).get("user_expressions", {}).get("namespace")

@@ -45,6 +45,8 @@ class DebugCommands:
             ("debug.debugTraining", "Debug Training Run", self.debug_training, dict(enabled=idle)),
             ("debug.debugOnDevice", "Debug on Device", self.debug_on_device,
              dict(enabled=idle, context=("explorer",), applies_to=_is_python_file)),
+            ("debug.debugCell", "Debug Cell in Console", self.debug_cell,
+             dict(enabled=lambda: idle() and self.python_editor() is not None)),
             ("debug.continue", "Continue", c.resume, dict(shortcut="F5", enabled=stopped)),
             ("debug.pause", "Pause", c.pause, dict(enabled=lambda: c.session_state == "running")),
             ("debug.stepOver", "Step Over", c.step_over, dict(shortcut="F10", enabled=stopped)),
@@ -117,6 +119,58 @@ class DebugCommands:
         self.controller.debug_on_device(chosen.address, chosen.script, chosen.text, chosen.devices,
                                         chosen.device)
         return True
+
+    def debug_cell(self, line: int | None = None) -> bool:
+        """Debug the ``# %%`` cell around ``line`` (the cursor's by default) of the current
+        editor in the console: it runs in the console's namespace, stopping at the file's
+        breakpoints. The file is saved first, as for Run File. False, with the reason in the
+        Debug dock, when it cannot start."""
+        from workbench.console.run_code import cell_at
+        from workbench.debug.console_cell import ENDPOINT_EXPRESSION, SETUP_CODE, debugcell_line
+
+        tab = self.python_editor()
+        if tab is None:
+            self.controller.sig_message.emit("Open a Python file in the editor to debug one of its cells.")
+            return False
+        if "console.evaluate" not in self.window.commands:
+            self.controller.sig_message.emit("This window has no console to debug a cell in.")
+            return False
+        line = line or tab.cursor_position()[0]
+        cell = cell_at(tab.text(), line)
+        if not cell.code.strip():
+            self.controller.sig_message.emit("The cell is empty: there is nothing to debug.")
+            return False
+        if tab.is_modified() and not tab.is_read_only():
+            from workbench.editor import EditorError
+
+            try:
+                tab.save()
+            except EditorError as exc:
+                self.controller.sig_message.emit(f"Not started: {exc}")
+                return False
+        path = Path(tab.path)
+        name = f"cell {cell.title!r} of {path.name}" if cell.title else f"cell at line {cell.first} of {path.name}"
+        code = debugcell_line(path, cell.first, cell.last, self.window.project.root)
+        commands = self.window.commands
+
+        def attach(endpoint: str) -> None:
+            self.controller.debug_console_cell(
+                endpoint, name.capitalize(),
+                run_cell=lambda on_done: commands.execute("console.execute", code=code, on_done=on_done),
+                interrupt=lambda: commands.execute("console.interrupt"),
+                relaunch=lambda: self._debug_cell_again(path, line))
+
+        self.show_dock()
+        commands.execute("console.evaluate", code=SETUP_CODE, expression=ENDPOINT_EXPRESSION,
+                         on_done=attach,
+                         on_error=lambda message: self.controller.sig_message.emit(
+                             f"The cell could not be debugged: {message}"))
+        return True
+
+    def _debug_cell_again(self, path: Path, line: int) -> None:
+        tab = self.window.open_file(path)
+        if tab is not None:
+            self.debug_cell(line)
 
     def debug_training(self, overrides: list[str] | None = None, hparams_file: str | None = None) -> None:
         """Debug the project's training run as one process (``overrides``: ``key=value``s)."""

@@ -106,8 +106,13 @@ class DebugController(QObject):
         # Scripts being debugged on devices, by their session: each run's link is closed when
         # its session ends, which stops the script on the device.
         self._device_runs: dict[DebugSession, object] = {}
-        self._device_starts: dict[DebugSession, tuple] = {}
         self._device_pending = False
+        # How a session that cannot simply be started again is begun anew (a device's script,
+        # a console cell), and what a console cell's session does once running and once ended.
+        self._relaunches: dict[DebugSession, Callable[[], None]] = {}
+        self._when_running: dict[DebugSession, Callable[[], None]] = {}
+        self._after_stop: dict[DebugSession, Callable[[], None]] = {}
+        self._stopped_by_user: set[DebugSession] = set()
 
     # --- sessions -----------------------------------------------------------------------------
 
@@ -173,7 +178,7 @@ class DebugController(QObject):
                                   path_mappings=run.path_mappings)
             session = DebugSession(config, list(self.state.breakpoints), self._bridge)
             self._device_runs[session] = run
-            self._device_starts[session] = again
+            self._relaunches[session] = lambda: self.debug_on_device(*again)
             self._begin(session)
 
         def failed(exc: Exception) -> None:
@@ -186,6 +191,36 @@ class DebugController(QObject):
         self.tasks.run(f"debug.device.{next(self._keys)}", start_device_debug, target, script,
                        self.project_root, None, text, True, None, devices,
                        on_done=started, on_error=failed, title=f"Starting {script.name} on {where}")
+
+    def debug_console_cell(self, endpoint: str, name: str, run_cell: Callable[[Callable[[str], None]], None],
+                           interrupt: Callable[[], None], relaunch: Callable[[], None]) -> None:
+        """Debug a cell in the console's kernel, whose debugpy listens at ``endpoint`` (the
+        repr the kernel gave). Once attached, ``run_cell(on_done)`` runs the cell in the
+        console; when it is done (``on_done(status)``) the session lets go of the kernel. Stop lets go too and then
+        ``interrupt``s the cell; Restart calls ``relaunch``."""
+        from workbench.debug.console_cell import parse_endpoint
+        from workbench.debug.launches import attach_to_port
+
+        if self._refuse_a_second():
+            return
+        try:
+            host, port = parse_endpoint(endpoint)
+        except DebugError as exc:
+            self.sig_message.emit(str(exc))
+            return
+        session = DebugSession(attach_to_port(host, port, name=name, keeps_program=True),
+                               list(self.state.breakpoints), self._bridge)
+        self._relaunches[session] = relaunch
+        self._after_stop[session] = interrupt
+        def ended(status: str) -> None:
+            if status == "ok":
+                session.detach(f"{name} ran to its end; its variables are in the console.")
+            else:
+                session.detach(f"{name} stopped with an error (the console shows it); what it made "
+                               "so far is in the console.")
+
+        self._when_running[session] = lambda: run_cell(ended)
+        self._begin(session)
 
     def attach(self, config: AttachConfig) -> None:
         """Debug a program already running under debugpy (a device's script, through a tunnel)."""
@@ -203,6 +238,9 @@ class DebugController(QObject):
         self._begin(session)
 
     def _begin(self, session: DebugSession) -> None:
+        for kept in (self._relaunches, self._when_running, self._after_stop, self._device_runs):
+            for old in [s for s in kept if s is not session and s is not self.session]:
+                del kept[old]
         self.session = session
         self._holder[:] = [session]
         self.results = {}
@@ -223,14 +261,15 @@ class DebugController(QObject):
             return
         if self.active:
             self._restart_pending = True
+            self._stopped_by_user.add(self.session)
             self.session.terminate()
         else:
             self._again(self.session)
 
     def _again(self, session: DebugSession) -> None:
-        if session in self._device_starts:
-            # The device's copy of the script ended with its session: the device starts it anew.
-            self.debug_on_device(*self._device_starts.pop(session))
+        relaunch = self._relaunches.pop(session, None)
+        if relaunch is not None:
+            relaunch()
         else:
             self._begin(self._fresh(session))
 
@@ -244,6 +283,7 @@ class DebugController(QObject):
             self._device_pending = False
             self._set_state(ENDED if self.session is not None else IDLE)
         elif self.session is not None and self.active:
+            self._stopped_by_user.add(self.session)
             self.session.terminate()
 
     def close_down(self) -> None:
@@ -291,6 +331,9 @@ class DebugController(QObject):
                 self._select(None)
             if payload != ENDED:
                 self._set_state(payload)
+            when_running = self._when_running.pop(session, None) if payload == RUNNING else None
+            if when_running is not None:
+                when_running()
         elif name == "stopped":
             self.current_stop = payload
             self._set_state(STOPPED)
@@ -311,6 +354,12 @@ class DebugController(QObject):
             self.sig_message.emit(payload)
 
     def _on_ended(self, end: SessionEnd) -> None:
+        session = self.session
+        self._when_running.pop(session, None)
+        after_stop = self._after_stop.pop(session, None)
+        if after_stop is not None and session in self._stopped_by_user:
+            after_stop()  # the debugger has let go: now the cell can be interrupted
+        self._stopped_by_user.discard(session)
         run = self._device_runs.pop(self.session, None)
         if run is not None:
             # Closing the link stops the script on the device (unless it ended) and forgets
