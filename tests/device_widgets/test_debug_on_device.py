@@ -91,3 +91,26 @@ def test_without_a_device_debug_on_device_says_what_to_do(device_window, digits_
     window.open_file(digits_project / "workbench.toml")
     assert window.commands.execute("debug.debugOnDevice") is False
     assert "to debug it on a device" in panel.banner.text()
+
+
+def test_an_agent_that_goes_away_mid_debug_ends_the_session_with_one_clear_message(
+        paired_window, digits_project, qtbot, tmp_path):
+    pids = tmp_path / "pids"
+    script = digits_project / "checks" / "verify_on_device.py"
+    script.parent.mkdir(exist_ok=True)
+    script.write_text(SCRIPT.replace('os.environ["PID_FILE"]', repr(str(pids))))
+    phone, window, _panel, _session = paired_window(digits_project, DEBUGGER)
+    controller = controller_of(window)
+    controller.toggle_breakpoint(str(script.resolve()), LOOP_LINE)
+    messages = []
+    controller.sig_message.connect(messages.append)
+
+    with qtbot.waitSignal(controller.sig_stopped, timeout=TIMEOUT_MS):
+        window.commands.execute("debug.debugOnDevice", path=str(script))
+    with qtbot.waitSignal(controller.sig_ended, timeout=TIMEOUT_MS) as ended:
+        phone.stop()  # the device's agent ends (the phone was unplugged, the board rebooted)
+    end = ended.args[0]
+    assert end.error and "Bench Phone" in end.message and "dropped during debugging" in end.message
+    assert messages == []  # the end says it, once
+    assert controller.session_state == "ended" and not controller.active
+    _wait_gone(qtbot, int(pids.read_text().split()[0]))
