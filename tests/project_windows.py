@@ -7,6 +7,19 @@ from pathlib import Path
 from typing import Callable, List, Optional
 
 
+def open_with_capabilities(root: Path, entries: tuple[str, ...], size: tuple[int, int] = (1400, 900)):
+    """A shown project window on ``root`` with only the capabilities ``entries`` installed
+    (``"module:function"``, as workbench/ui/capabilities.py lists them)."""
+    from workbench.project import load_project
+    from workbench.ui.project_window import ProjectWindow
+
+    window = ProjectWindow(load_project(root))
+    window.resize(*size)
+    window.show()
+    window.install_capabilities(tuple(entries))
+    return window
+
+
 class ProjectWindows:
     def __init__(self, qtbot, timeout_ms: int):
         self.qtbot = qtbot

@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.project_windows import open_with_capabilities
+from tests.waiting import wait_with_events
+
 TIMEOUT_S = 90.0
 
 SCRIPT = '''"""A script the tests run in the console."""
@@ -38,30 +41,12 @@ def make_project(root: Path, toml: str = "[project]\nname = \"console-test\"\n")
 
 def wait_for(condition, timeout: float = TIMEOUT_S, what: str = ""):
     """The first truthy ``condition()``, Qt's events processed meanwhile; fails after ``timeout``."""
-    from PySide6.QtCore import QEventLoop
-    from PySide6.QtWidgets import QApplication
-
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what or condition}")
-        QApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)
-        time.sleep(0.01)
+    return wait_with_events(condition, timeout, what)
 
 
 def open_window(root: Path, entries=("workbench.console.widgets:install",)):
     """A project window on ``root`` with only the console capability (its dock in front)."""
-    from workbench.project import load_project
-    from workbench.ui.project_window import ProjectWindow
-
-    window = ProjectWindow(load_project(root))
-    window.resize(1400, 900)
-    window.show()
-    window.install_capabilities(entries)
-    return window
+    return open_with_capabilities(root, entries)
 
 
 def close_window(window) -> list[int]:

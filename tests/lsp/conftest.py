@@ -3,8 +3,10 @@ model.py, waiting while Qt's events go on, and project windows with only the lsp
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
+
+from tests.project_windows import open_with_capabilities
+from tests.waiting import wait_with_events
 
 TIMEOUT_S = 90.0
 
@@ -58,31 +60,12 @@ def line_of(text: str, needle: str) -> tuple[int, int]:
 
 def wait_for(condition, timeout: float = TIMEOUT_S, what: str = ""):
     """The first truthy ``condition()``, Qt's events processed meanwhile; fails after ``timeout``."""
-    from PySide6.QtCore import QEventLoop
-    from PySide6.QtWidgets import QApplication
-
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what or condition}")
-        if QApplication.instance() is not None:
-            QApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)
-        time.sleep(0.01)
+    return wait_with_events(condition, timeout, what)
 
 
 def open_window(root: Path):
     """A project window on ``root`` with only the language server capability installed."""
-    from workbench.project import load_project
-    from workbench.ui.project_window import ProjectWindow
-
-    window = ProjectWindow(load_project(root))
-    window.resize(1300, 850)
-    window.show()
-    window.install_capabilities(("workbench.lsp.widgets:install",))
-    return window
+    return open_with_capabilities(root, ("workbench.lsp.widgets:install",), (1300, 850))
 
 
 def close_window(window) -> None:
