@@ -159,6 +159,25 @@ def test_typing_reaches_hot_exit_after_the_debounce_and_a_new_tab_recovers_it(qt
     qtbot.waitUntil(lambda: store.load(path) is None, timeout=3000)
 
 
+def test_undoing_back_to_the_file_forgets_the_kept_copy_though_the_window_closes_at_once(qtbot, project):
+    import shiboken6
+
+    path = project / "train.py"
+    path.write_text("epochs = 1\n", encoding="utf-8")
+    store = HotExitStore(project)
+    tab = open_editor_tab(path, store)
+    tab.show()
+    tab.set_cursor_position(1, 11)
+    tab.insert_text("0")
+    qtbot.waitUntil(lambda: store.load(path) is not None, timeout=3000)
+    tab.editor.undo()
+    assert not tab.is_modified()
+    shiboken6.delete(tab)  # the window closed before the next kept copy was due
+    qtbot.waitUntil(lambda: store.load(path) is None, timeout=3000)
+    reopened = open_tab(qtbot, path, HotExitStore(project))
+    assert not reopened.is_modified() and not reopened.recovered_from_hot_exit
+
+
 def test_discarding_recovered_changes_goes_back_to_the_file(qtbot, project):
     path = project / "a.py"
     path.write_text("on disk\n")

@@ -207,6 +207,7 @@ class EditorTab(QWidget):
         document = self.editor.document()
         document.setModified(False)
         document.modificationChanged.connect(self.sig_modified_changed)
+        document.modificationChanged.connect(self._on_modification_changed)
         document.contentsChange.connect(self._on_contents_change)
         self.editor.cursorPositionChanged.connect(
             lambda: self.sig_cursor_moved.emit(*self.cursor_position())
@@ -504,6 +505,13 @@ class EditorTab(QWidget):
         self.editor.document().setModified(False)
         self.editor.set_cursor_position(line, column)
         self.editor.verticalScrollBar().setValue(scroll)
+
+    def _on_modification_changed(self, modified: bool) -> None:
+        # Back to the file's text (undone to it, saved): the copy kept of an earlier unsaved
+        # buffer goes now, not at the next debounce, which a window closing at once never sees.
+        if not modified:
+            self._hot_exit_timer.stop()
+            self.discard_hot_exit()
 
     def _on_contents_change(self, _position: int, _removed: int, _added: int) -> None:
         if not self._loading:
