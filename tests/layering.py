@@ -26,7 +26,9 @@ FOUNDATION: dict[str, set[str]] = {
     "tasks": set(),
     "extensions": set(),
     "clikit": {"tasks", "platform"},
-    "qt": {"tasks", "platform"},
+    "qt": {"tasks", "platform", "settings"},
+    # Settings declared once and read at the user's and the project's level (Qt-free).
+    "settings": {"platform"},
 }
 
 # Which capability may import which (besides the foundation and itself). Read a row as "this
@@ -46,6 +48,9 @@ CAPABILITY_MAY_IMPORT: dict[str, set[str]] = {
     "console": {"project", "editor"},
     "lsp": {"project", "editor"},
     "debug": {"project", "editor", "training", "device", "console"},
+    # Finding things: Quick Open over a kept list of the project's files, Find and Replace in
+    # Files over ripgrep.
+    "search": {"project", "editor"},
 }
 
 # The shell builds windows from capabilities it finds through ui/capabilities.py (strings), so it

@@ -36,10 +36,39 @@ def read_setting(path: Path | str, section: str, key: str, default: T) -> T:
     or parsed, or the value is not of ``default``'s type (an int is taken where a float is the
     default; a default of None accepts any value)."""
     path = Path(path)
+    read = read_settings_file(path)
+    if read is None:
+        return default
+    document, text = read
+    table = document.get(section)
+    if table is None:
+        return default
+    if not isinstance(table, dict):
+        raise SettingsFileError(path, f"{path}{line_of(text, None, section)}: {section} must be a "
+                                      f"table (a line [{section}] with its keys below), not "
+                                      f"{toml_text(table)}")
+    if key not in table:
+        return default
+    value = table[key]
+    if default is None:
+        return value
+    if isinstance(default, float) and type(value) is int:
+        return float(value)  # type: ignore[return-value]
+    if type(value) is not type(default):
+        kind = _KINDS.get(type(default), type(default).__name__)
+        raise SettingsFileError(path, f"{path}{line_of(text, section, key)}: [{section}] {key} "
+                                      f"must be {kind}, like {key} = {toml_text(default)}, not "
+                                      f"{toml_text(value)}; fix it, or remove the line to use the default")
+    return value
+
+
+def read_settings_file(path: Path) -> tuple[dict, str] | None:
+    """The parsed TOML file at ``path`` and its text; None when there is no such file.
+    SettingsFileError when it cannot be read or parsed."""
     try:
         text = path.read_bytes().decode("utf-8")
     except FileNotFoundError:
-        return default
+        return None
     except UnicodeDecodeError as exc:
         raise SettingsFileError(path, f"{path} is not UTF-8 text (byte {exc.start}); save it as "
                                       "UTF-8") from None
@@ -51,29 +80,10 @@ def read_setting(path: Path | str, section: str, key: str, default: T) -> T:
     except tomllib.TOMLDecodeError as exc:
         raise SettingsFileError(path, f"{path} is not valid TOML: {exc}; fix that line, or move "
                                       "the file away to use the defaults") from None
-    table = document.get(section)
-    if table is None:
-        return default
-    if not isinstance(table, dict):
-        raise SettingsFileError(path, f"{path}{_line_of(text, None, section)}: {section} must be a "
-                                      f"table (a line [{section}] with its keys below), not "
-                                      f"{_toml(table)}")
-    if key not in table:
-        return default
-    value = table[key]
-    if default is None:
-        return value
-    if isinstance(default, float) and type(value) is int:
-        return float(value)  # type: ignore[return-value]
-    if type(value) is not type(default):
-        kind = _KINDS.get(type(default), type(default).__name__)
-        raise SettingsFileError(path, f"{path}{_line_of(text, section, key)}: [{section}] {key} "
-                                      f"must be {kind}, like {key} = {_toml(default)}, not "
-                                      f"{_toml(value)}; fix it, or remove the line to use the default")
-    return value
+    return document, text
 
 
-def _toml(value: Any) -> str:
+def toml_text(value: Any) -> str:
     """``value`` as it would be written in TOML (near enough for a message)."""
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -84,7 +94,7 @@ def _toml(value: Any) -> str:
     return repr(value)
 
 
-def _line_of(text: str, section: str | None, key: str) -> str:
+def line_of(text: str, section: str | None, key: str) -> str:
     """", line N" where ``key = `` is written in ``[section]`` (top level when None); "" when it
     is written some other way (a dotted key, an inline table)."""
     pattern = re.compile(rf"\s*(?:{re.escape(key)}|\"{re.escape(key)}\"|'{re.escape(key)}')\s*=")
