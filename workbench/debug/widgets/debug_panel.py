@@ -100,7 +100,7 @@ class DebugPanel(QWidget):
         layout.addWidget(body, 1)
 
         controller.sig_state_changed.connect(self._on_state)
-        controller.sig_stopped.connect(lambda event: self.status.setText(event.headline()))
+        controller.sig_stopped.connect(self._on_stopped)
         controller.sig_message.connect(self.show_message)
         controller.sig_ended.connect(self._on_ended)
         self._on_state(controller.session_state)
@@ -113,6 +113,15 @@ class DebugPanel(QWidget):
         if state in STATE_TEXT and state != ENDED:
             name = self.controller.session.name if self.controller.session is not None else ""
             self.status.setText(f"{STATE_TEXT[state]} {name}".strip() if state != IDLE else STATE_TEXT[IDLE])
+
+    def _on_stopped(self, event) -> None:
+        # Where the program runs is said too when its name says more than the file (a device's
+        # script, a console cell, the training run).
+        session = self.controller.session
+        name = session.name if session is not None else ""
+        top = event.top
+        plain = not name or (top is not None and top.path and name == top.path.rsplit("/", 1)[-1])
+        self.status.setText(event.headline() if plain else f"{event.headline()} · {name}")
 
     def _on_ended(self, end) -> None:
         self.status.setText(end.message)
