@@ -60,6 +60,22 @@ def test_log_of_one_branch_leaves_out_commits_only_on_other_branches(make_repo):
     assert [entry.summary for entry in log(repo)] == ["side work", "initial"]
 
 
+def test_the_whole_graph_leaves_out_stashes_and_snapshots_of_runs(make_repo):
+    root = _merge_history(make_repo)
+    (root / "wip.txt").write_text("work in progress\n")
+    git(root, "add", "wip.txt")
+    git(root, "stash", "push", "-q", "-m", "half done")
+    tree = git(root, "write-tree").strip()
+    snapshot = git(root, "commit-tree", tree, "-p", "HEAD", "-m", "workbench: code of run 7").strip()
+    git(root, "update-ref", "refs/workbench/snapshots/run-7", snapshot)
+    git(root, "checkout", "-q", "--detach", "HEAD~1")
+
+    summaries = [entry.summary for entry in log(open_repository(root), all_refs=True)]
+    assert "Merge feature" in summaries and "feature two" in summaries
+    assert not [s for s in summaries if "index on" in s or "half done" in s or "code of run" in s]
+    assert "stash" not in " ".join(" ".join(e.refs) for e in log(open_repository(root), all_refs=True))
+
+
 def test_log_pages_with_limit_and_skip(make_repo):
     root = _merge_history(make_repo)
     repo = open_repository(root)

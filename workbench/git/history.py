@@ -96,7 +96,11 @@ def log(
         # --follow takes exactly one file; it finds the file under its older names.
         args.append("--follow")
     if all_refs:
-        args.append("--all")
+        # Not --all: it also walks the stash (its "index on main" commits), notes and
+        # Workbench's own snapshots of runs' code, which are not part of the project's history.
+        args += ["--branches", "--tags", "--remotes"]
+        if has_commits(repo):
+            args.append("HEAD")  # a detached HEAD too
     else:
         args += ["--end-of-options", ref]
     args += ["--"] if relative is None else ["--", relative or "."]
