@@ -118,6 +118,22 @@ def test_signature_help_of_conv2d_shows_in_channels_in_bold(qtbot, window):
     assert not link.signature_shown()
 
 
+def test_the_bold_parameter_follows_a_comma_and_space_typed_before_the_server_answers(qtbot, window):
+    tab = fresh(window, "train.py")
+    tab.set_cursor_position(len(TRAIN.splitlines()) + 1, 1)
+    qtbot.keyClicks(tab.editor, "layer = nn.Conv2d")
+    if tab.editor.completions_shown():
+        qtbot.keyClick(tab.editor.completion_popup.view, Qt.Key.Key_Escape)
+    qtbot.keyClicks(tab.editor, "(")
+    link = controller_of(window).link_for(tab.path)
+    wait_for(link.signature_shown, what="signature help")
+    qtbot.keyClicks(tab.editor, "1,")
+    QApplication.processEvents()  # the comma's question goes out; the space comes before its answer
+    qtbot.keyClicks(tab.editor, " ")
+    wait_for(lambda: link.signature_popup.parameter == "out_channels", timeout=20, what="the second parameter")
+    qtbot.keyClick(tab.editor, Qt.Key.Key_Escape)
+
+
 def test_an_undefined_name_is_underlined_and_listed_in_problems(qtbot, window):
     tab = fresh(window, "train.py")
     tab.set_cursor_position(len(TRAIN.splitlines()) + 1, 1)

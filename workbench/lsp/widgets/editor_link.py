@@ -16,6 +16,9 @@ from workbench.lsp.files import is_installed_file
 from workbench.lsp.results import SignatureHelp
 
 SIGNATURE_KEYS = "(,)"
+# While the signature shows, other keys ask again once typing pauses this long: the answer to
+# a "," comes after the space typed behind it and is dropped, so the bold parameter would stay.
+SIGNATURE_PAUSE_MS = 150
 EDIT_LOG_KEPT = 512
 
 
@@ -34,6 +37,8 @@ class EditorLink(QObject):
         self._edit_lines: list[int] = []  # the line of each of the last edits (0: several lines)
         self.signature_popup = None
         self._signature_place: tuple[int, int] | None = None
+        self._signature_timer = QTimer(self, singleShot=True, interval=SIGNATURE_PAUSE_MS)
+        self._signature_timer.timeout.connect(self._ask_again_if_shown)
         document = self.editor.document()
         controller.open_document(self.path, self.editor.toPlainText(), check=not self.installed)
         document.contentsChange.connect(self._note_edit)
@@ -97,6 +102,8 @@ class EditorLink(QObject):
                 self.hide_signature()
             elif event.key() == Qt.Key.Key_Backspace and self.signature_shown():
                 QTimer.singleShot(0, self, self.request_signature)
+            elif text and text.isprintable() and self.signature_shown():
+                self._signature_timer.start()
         elif kind == QEvent.Type.FocusOut:
             self.hide_signature()
         return False
@@ -116,6 +123,10 @@ class EditorLink(QObject):
                 self.hide_signature()
 
         self.controller.ask("signature_help", self.path, line, column, handle=handle)
+
+    def _ask_again_if_shown(self) -> None:
+        if self.signature_shown():
+            self.request_signature()
 
     def signature_shown(self) -> bool:
         return self.signature_popup is not None and self.signature_popup.isVisible()
