@@ -57,6 +57,23 @@ def known_onnx(path: Path) -> Path:
     return path
 
 
+def test_opsets_are_those_the_nodes_use_not_all_the_exporter_declared(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Gelu", ["x"], ["g"], domain="com.microsoft", name="gelu"),
+             helper.make_node("Relu", ["g"], ["y"], name="relu")]
+    graph = helper.make_graph(nodes, "declared", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])])
+    model = helper.make_model(graph, opset_imports=[
+        helper.make_opsetid("", 18), helper.make_opsetid("com.microsoft", 1),
+        helper.make_opsetid("ai.onnx.ml", 3), helper.make_opsetid("ai.onnx.training", 1),
+        helper.make_opsetid("ai.onnx.preview.training", 1)])
+    path = tmp_path / "declared.onnx"
+    onnx.save(model, str(path))
+    assert inspect(path).figures["opsets"] == "ai.onnx 18, com.microsoft 1"
+
+
 def rows_of(report: ToolReport, title: str) -> list[list]:
     return report.table(title).rows
 
@@ -70,7 +87,8 @@ def test_a_known_onnx_model_gives_exact_parameters_macs_and_operators(tmp_path):
     assert figures["parameters"] == 216 + 8 + 288 + 20480 + 10 + 50
     assert figures["macs"] == 8 * 16 * 16 * 27 + 8 * 16 * 16 * 36 + 2048 * 10 + 10 * 5
     assert figures["nodes"] == 6
-    assert figures["opset"] == 17 and figures["opsets"] == "ai.onnx 17, com.microsoft 1"
+    # com.microsoft is declared, but no node uses it: it is not the model's.
+    assert figures["opset"] == 17 and figures["opsets"] == "ai.onnx 17"
     assert figures["producer"] == "known-maker 1.0" and isinstance(figures["ir_version"], int)
     assert figures["size_bytes"] == path.stat().st_size and figures["file"] == str(path.resolve())
     assert rows_of(report, "Inputs") == [["images", "float32", "[N, 3, 16, 16]"]]

@@ -361,7 +361,12 @@ def inspect_onnx(path: Path, top: int, context: ToolContext) -> ToolReport:
                for o in graph.output]
     histogram = sorted(operators.items(), key=lambda item: (-item[1], item[0]))
     layers.sort(key=lambda row: (-row[2], -row[3], row[0]))
-    opsets = {(o.domain or "ai.onnx"): int(o.version) for o in model.opset_import}
+    # Exporters declare more opsets than a model uses (the dynamo exporter lists the training
+    # and preview domains): those its nodes, or its local functions' nodes, use are the model's.
+    used = {node.domain or "ai.onnx" for node in graph.node}
+    used |= {node.domain or "ai.onnx" for function in model.functions for node in function.node}
+    opsets = {(o.domain or "ai.onnx"): int(o.version) for o in model.opset_import
+              if (o.domain or "ai.onnx") in used | {"ai.onnx"}}
     producer = " ".join(p for p in (model.producer_name, model.producer_version) if p)
 
     figures = {
