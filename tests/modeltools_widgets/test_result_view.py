@@ -188,3 +188,21 @@ def test_a_chart_legend_sits_above_the_plot_in_dark_text_with_a_swatch_per_serie
     assert all(n.palette().color(n.foregroundRole()).lightness() < 80 for n in names)
     assert legend.geometry().bottom() < holder.plot.geometry().top()
     screenshot(view, "result-view-legend")
+
+
+def test_a_line_charts_last_category_keeps_its_label(qtbot):
+    """The per-layer cosine chart: its points sit half a category from the edges, so the last
+    label under the axis is drawn whole."""
+    categories = [f"layer{i}" for i in range(6)]
+    report = ToolReport("quantize", "Quantize", plots=[ReportPlot(
+        "Cosine", categories, [{"name": "int8", "values": [0.001 * i for i in range(6)]}], kind="line")])
+    view = ResultView()
+    qtbot.addWidget(view)
+    view.resize(760, 520)
+    view.show()
+    view.set_report(report)
+    view.tabs.setCurrentIndex(view.tabs.count() - 1)
+    qtbot.wait(50)
+    plot_item = view.plot_widgets[0].plot.getPlotItem()
+    (left, right), _ = plot_item.getViewBox().viewRange()
+    assert left <= -0.5 + 1e-9 and right >= len(categories) - 0.5 - 1e-9

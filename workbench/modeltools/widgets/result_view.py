@@ -368,6 +368,9 @@ class ResultView(QWidget):
             else:
                 xs = [i - 0.4 + width * (number + 0.5) for i in range(len(values))]
                 item.addItem(pg.BarGraphItem(x=xs, height=values, width=width * 0.9, brush=colour, pen=None))
+        # Half a category of room on each side: a line's first and last points (and their
+        # labels under the axis) would otherwise sit on the plot's edges, the last label cut off.
+        item.setXRange(-0.5, max(len(plot.categories), 1) - 0.5, padding=0)
         item.setMouseEnabled(x=False, y=False)
         item.hideButtons()
         holder = QWidget()
