@@ -162,6 +162,23 @@ def test_an_undefined_name_is_underlined_and_listed_in_problems(qtbot, window):
     wait_for(lambda: not any("hed" in d.message for _, d in panel.problems()), what="the problem to go")
 
 
+def test_a_bracket_left_open_while_typing_is_one_problem_not_a_warning_on_every_line_after(qtbot, window):
+    unclosed = "layer = nn.Conv2d(1, \n" + TRAIN + "x = dict(a = 1)\n"
+    tab = fresh(window, "train.py", unclosed)
+    wait_for(lambda: [d for d in tab.diagnostics() if "never closed" in d.message], what="the syntax error")
+    from workbench.lsp.widgets.problems_panel import ProblemsPanel
+
+    panel = window.findChild(ProblemsPanel, "lsp-problems-panel")
+    wait_for(lambda: any("never closed" in d.message for _, d in panel.problems()), what="the Problems dock")
+    style = [d.message for d in tab.diagnostics() if d.source == "pycodestyle"]
+    assert all(message.startswith("E90") for message in style), style  # no E251 for "a = 1", no E128
+    assert len([d for _, d in panel.problems() if d.source == "pycodestyle"]) <= 1
+    fresh(window, "train.py", TRAIN + "x = dict(a = 1)\n")  # readable again: the style warning is back
+    wait_for(lambda: [d for d in tab.diagnostics() if d.source == "pycodestyle" and "E251" in d.message],
+             what="E251 once the file reads")
+    tab.editor.setPlainText(TRAIN)
+
+
 def test_f12_on_a_function_goes_to_its_definition_in_model_py(qtbot, window):
     tab = fresh(window, "train.py")
     line, column = line_of(TRAIN, "build(8)")

@@ -226,6 +226,10 @@ def workspace_edit(event) -> list[FileEdit]:
     return [FileEdit(path, tuple(edits)) for path, edits in files.items()]
 
 
+UNREADABLE_CODES = ("E901", "E902")
+"""pycodestyle's codes for a file it could not tokenize (TokenError, IOError)."""
+
+
 def diagnostics(published: Published) -> Diagnostics:
     path = path_of(published.event.uri)
     problems = []
@@ -233,6 +237,11 @@ def diagnostics(published: Published) -> Diagnostics:
         severity = SEVERITIES.get(int(found.severity), "error") if found.severity else "error"
         problems.append(Problem(path, span_of(found.range), found.message, severity, found.source or "",
                                 "" if found.code is None else str(found.code)))
+    if any(p.source == "pycodestyle" and p.code in UNREADABLE_CODES for p in problems):
+        # pycodestyle could not tokenize the file (a bracket left open while typing a call):
+        # its other warnings are of that misreading, every later line a "continuation line".
+        # As flake8 does, only the error that says so stays beside pyflakes' syntax error.
+        problems = [p for p in problems if p.source != "pycodestyle" or p.code in UNREADABLE_CODES]
     return Diagnostics(path, published.version, tuple(problems))
 
 
