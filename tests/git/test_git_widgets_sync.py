@@ -171,6 +171,8 @@ def test_set_identity_writes_the_repository_config_and_the_missing_identity_erro
     finish(qtbot, window.commands.execute("git.setIdentity", name="Grace Hopper", email="grace@example.com"))
     assert git(root, "config", "--local", "user.name").strip() == "Grace Hopper"
     assert git(root, "config", "--local", "user.email").strip() == "grace@example.com"
+    assert window.statusBar().currentMessage() == ("Commits in this repository are now signed "
+                                                   "Grace Hopper <grace@example.com>")
 
     window.show_error = lambda message, details="": None
     session._report(GitError("Git does not know who you are. Set your name and email (user.name, user.email), "
@@ -178,12 +180,44 @@ def test_set_identity_writes_the_repository_config_and_the_missing_identity_erro
     assert "Git: Set Identity" in session.last_error
 
 
+def test_set_identity_asks_for_name_and_email_in_one_dialog_filled_with_the_current_ones(
+        make_repo, open_window, qtbot, monkeypatch, tmp_path):
+    from workbench.git.widgets import dialogs
+
+    root = make_repo(files={"a.py": "a\n"})
+    git(root, "config", "user.name", "Old Name")
+    git(root, "config", "user.email", "old@example.com")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "global.gitconfig"))
+    window = open_window(root)
+    seen = []
+
+    def answer(parent, name, email, repository):
+        dialog = dialogs.IdentityDialog(parent, name, email, repository)
+        seen.append((dialog.name.text(), dialog.email.text()))
+        ok = dialog.buttons.button(dialog.buttons.StandardButton.Ok)
+        dialog.email.setText("not an address")
+        assert not ok.isEnabled()
+        dialog.name.setText("Ada Lovelace")
+        dialog.email.setText("ada@example.com")
+        dialog.everywhere.setChecked(True)
+        assert ok.isEnabled()
+        return dialog.answer()
+
+    monkeypatch.setattr(dialogs, "ask_identity", answer)
+    assert window.commands.execute("git.setIdentity") is None
+    wait_for(qtbot, lambda: "Ada Lovelace" in window.statusBar().currentMessage())
+    assert seen == [("Old Name", "old@example.com")]
+    assert "every repository on this computer" in window.statusBar().currentMessage()
+    assert "Ada Lovelace" in (tmp_path / "global.gitconfig").read_text()
+    assert git(root, "config", "--local", "user.name").strip() == "Old Name"  # the repository's own stays
+
+
 def test_finishing_a_release_offers_to_push_master_develop_and_the_tag(make_repo, tmp_path, open_window, qtbot):
     root, remote = _published(make_repo, tmp_path)
     window = open_window(root)
     session = session_of(window)
     commands = window.commands
-    finish(qtbot, commands.execute("git.flow.init"))
+    finish(qtbot, commands.execute("git.flow.init", master="main"))
     finish(qtbot, commands.execute("git.flow.startRelease", name="1.0"))
     (root / "version.txt").write_text("1.0\n")
     git(root, "add", "-A")

@@ -322,7 +322,8 @@ def init(
     existing = flow_config(repo)
     if existing is not None:
         return existing
-    prefixes = {**DEFAULT_PREFIXES, **(prefixes or {})}
+    chosen_prefixes = dict(prefixes or {})
+    prefixes = {**DEFAULT_PREFIXES, **chosen_prefixes}
     values = _config_values(repo)
     if _has_head(repo):
         _require_clean_tree(repo, "set up git-flow")
@@ -359,14 +360,28 @@ def init(
     if created:
         repo.run(["checkout", "-q", develop])
     for kind in KINDS:
-        if f"gitflow.prefix.{kind}" not in values:
+        if kind in chosen_prefixes or f"gitflow.prefix.{kind}" not in values:
             repo.run(["config", f"gitflow.prefix.{kind}", prefixes[kind]])
-    if "gitflow.prefix.versiontag" not in values:
+    if version_tag_prefix or "gitflow.prefix.versiontag" not in values:
         repo.run(["config", "gitflow.prefix.versiontag", version_tag_prefix])
     if "gitflow.path.hooks" not in values:
         hooks_path = repo.run(["config", "--get", "core.hooksPath"], check=False).text.strip()
         repo.run(["config", "gitflow.path.hooks", hooks_path or str(repo.git_dir / "hooks")])
     return _require_config(repo)
+
+
+def propose(repo: Repository) -> tuple[FlowConfig, list[str]]:
+    """What ``init`` with no choices would write (the branch names it would pick, the prefixes
+    already set or the usual ones), and the local branches: for a dialog to offer before
+    anything is written."""
+    values = _config_values(repo)
+    branches = _local_branches(repo)
+    master = _guess_branch(repo, values.get("gitflow.branch.master"), ("production", "main", "master"),
+                           branches, exclude=None) or (branches[0] if branches else "master")
+    develop = _guess_branch(repo, values.get("gitflow.branch.develop"), ("develop", "int", "integration"),
+                            [b for b in branches if b != master], exclude=master) or "develop"
+    prefixes = {kind: values.get(f"gitflow.prefix.{kind}", DEFAULT_PREFIXES[kind]) for kind in KINDS}
+    return FlowConfig(master, develop, prefixes, values.get("gitflow.prefix.versiontag", "")), branches
 
 
 def _guess_branch(repo: Repository, configured: str | None, guesses: tuple[str, ...],

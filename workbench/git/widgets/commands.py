@@ -73,7 +73,7 @@ class GitCommands:
                                  enabled=no_repo)
         ids.append("git.init")
 
-        flow: list[tuple[str, str, Callable]] = [("git.flow.init", "Init", self.flow_init)]
+        flow: list[tuple[str, str, Callable]] = [("git.flow.init", "Init…", self.flow_init)]
         for kind in FLOW_KINDS:
             noun = kind.capitalize()
             flow.append((f"git.flow.start{noun}", f"Start {noun}…",
@@ -92,6 +92,12 @@ class GitCommands:
         return ids
 
     # --- helpers ------------------------------------------------------------------------------
+
+    def say(self, text: str) -> None:
+        """A short confirmation in the window's status bar."""
+        status_bar = getattr(self.window, "statusBar", None)
+        if status_bar is not None:
+            status_bar().showMessage(text, 6000)
 
     def _parent(self):
         return self.window
@@ -225,18 +231,24 @@ class GitCommands:
 
         self.session.query("remotes", list_remotes, on_done=ask)
 
-    def set_identity(self, name: str | None = None, email: str | None = None):
-        """Set user.name and user.email in this repository's config (what commits are signed with)."""
-        if name is None:
-            name = dialogs.ask_text(self._parent(), "Set Identity", "Your name (user.name):")
-            if name is None:
-                return None
-        if email is None:
-            email = dialogs.ask_text(self._parent(), "Set Identity", "Your email (user.email):")
-            if email is None:
-                return None
-        return self.session.run("setIdentity", set_identity, name, email, refresh=False,
-                                title="Setting your identity")
+    def set_identity(self, name: str | None = None, email: str | None = None, everywhere: bool = False):
+        """Set user.name and user.email (what commits are signed with) in this repository's
+        config, or with ``everywhere`` in the user's global one. Without a name and e-mail, one
+        dialog asks for both, filled with what git uses now."""
+        if name is None or email is None:
+            def ask(current) -> None:
+                answer = dialogs.ask_identity(self._parent(), name or current[0], email or current[1],
+                                              self.session.repo.root.name)
+                if answer is not None:
+                    self.set_identity(*answer)
+
+            self.session.query("identity", current_identity, on_done=ask)
+            return None
+        scope = "every repository on this computer" if everywhere else "this repository"
+        return self.session.run("setIdentity", set_identity, name, email, everywhere, refresh=False,
+                                title="Setting your identity",
+                                on_done=lambda _r: self.say(f"Commits in {scope} are now signed "
+                                                            f"{name} <{email}>"))
 
     def fetch(self, remote: str | None = None, prune: bool = False):
         from workbench.git.remotes import fetch
@@ -309,8 +321,9 @@ class GitCommands:
             name = dialogs.ask_text(self._parent(), "Create Branch", "New branch name:")
             if name is None:
                 return None
+        said = f"Created branch {name}" + (" and switched to it" if switch else "")
         return self.session.run("createBranch", create_branch, name, start_point, switch=switch,
-                                title=f"Creating branch {name}")
+                                title=f"Creating branch {name}", on_done=lambda _r: self.say(said))
 
     def switch_branch(self, name: str | None = None):
         from workbench.git.branches import list_branches
@@ -342,7 +355,8 @@ class GitCommands:
             new = dialogs.ask_text(self._parent(), "Rename Branch", f"New name for {old}:", old)
             if new is None or new == old:
                 return None
-        return self.session.run("renameBranch", rename_branch, old, new, title=f"Renaming {old} to {new}")
+        return self.session.run("renameBranch", rename_branch, old, new, title=f"Renaming {old} to {new}",
+                                on_done=lambda _r: self.say(f"Renamed branch {old} to {new}"))
 
     def delete_branch(self, name: str | None = None, force: bool = False):
         from workbench.git.branches import delete_branch, list_branches
@@ -359,7 +373,8 @@ class GitCommands:
         if force and not self.session.confirm(f"Delete branch {name} even though its commits are not merged? "
                                               "Those commits are then only reachable by their sha."):
             return None
-        return self.session.run("deleteBranch", delete_branch, name, force=force, title=f"Deleting {name}")
+        return self.session.run("deleteBranch", delete_branch, name, force=force, title=f"Deleting {name}",
+                                on_done=lambda _r: self.say(f"Deleted branch {name}"))
 
     def merge_branch(self, name: str | None = None, no_ff: bool = False):
         from workbench.git.branches import list_branches, merge_branch
@@ -409,11 +424,26 @@ class GitCommands:
 
     # --- git-flow -----------------------------------------------------------------------------
 
-    def flow_init(self, master: str | None = None, develop: str | None = None):
-        """Set the repository up for git-flow with the usual names (as ``git flow init -d``)."""
+    def flow_init(self, master: str | None = None, develop: str | None = None,
+                  prefixes: dict[str, str] | None = None, version_tag_prefix: str | None = None):
+        """Set the repository up for git-flow. Given nothing, a dialog offers the branch names
+        and prefixes ``git flow init -d`` would pick; given any, the rest are those defaults."""
         from workbench.git import flow
 
-        return self.session.run("flowInit", flow.init, master, develop, title="Setting up git-flow")
+        if master is None and develop is None and prefixes is None and version_tag_prefix is None:
+            def ask(proposed) -> None:
+                answer = dialogs.ask_flow_setup(self._parent(), *proposed)
+                if answer is not None:
+                    self.flow_init(**answer)
+
+            self.session.query("flowProposal", flow.propose, on_done=ask)
+            return None
+
+        def done(config) -> None:
+            self.say(f"Git flow is set up: releases on {config.master}, the next release on {config.develop}")
+
+        return self.session.run("flowInit", flow.init, master, develop, prefixes, version_tag_prefix or "",
+                                title="Setting up git-flow", on_done=done)
 
     def flow_start(self, kind: str, name: str | None = None, base: str | None = None):
         from workbench.git import flow
@@ -427,7 +457,8 @@ class GitCommands:
             base = dialogs.ask_text(self._parent(), "Start Support", "Start from which release tag or commit?")
             if base is None:
                 return None
-        return self.session.run(f"flowStart.{kind}", flow.start, kind, name, base, title=f"Starting {kind} {name}")
+        return self.session.run(f"flowStart.{kind}", flow.start, kind, name, base, title=f"Starting {kind} {name}",
+                                on_done=lambda branch: self.say(f"Started {kind} {name} on {branch.branch}"))
 
     def flow_finish(self, kind: str, name: str | None = None, message: str | None = None, keep: bool = False,
                     push: bool | None = None):
@@ -440,6 +471,7 @@ class GitCommands:
             return None
 
         def finished(result) -> None:
+            self.say(f"Finished {kind} {name}: merged into {', '.join(result.merged_into)}")
             if kind in ("release", "hotfix") and push is not False:
                 self.session.query("flowPushTargets", flow_push_targets, on_done=lambda targets:
                                    self._offer_flow_push(result, targets, push))
@@ -485,10 +517,19 @@ class GitCommands:
         self.session.query(f"flowBranches.{kind}", flow.list_branches, kind, on_done=ask)
 
 
-def set_identity(repo, name: str, email: str) -> None:
-    """Write user.name and user.email into the repository's own config."""
-    repo.run(["config", "user.name", name])
-    repo.run(["config", "user.email", email])
+def set_identity(repo, name: str, email: str, everywhere: bool = False) -> None:
+    """Write user.name and user.email into the repository's own config (the user's global one
+    with ``everywhere``)."""
+    scope = ["--global"] if everywhere else ["--local"]
+    repo.run(["config", *scope, "user.name", name])
+    repo.run(["config", *scope, "user.email", email])
+
+
+def current_identity(repo) -> tuple[str, str]:
+    """The name and e-mail git signs commits with here now ("" for what is not set)."""
+    name = repo.run(["config", "user.name"], check=False).text.strip()
+    email = repo.run(["config", "user.email"], check=False).text.strip()
+    return name, email
 
 
 def flow_push_targets(repo) -> tuple[str | None, list[str]]:

@@ -401,9 +401,14 @@ class GitSession(QObject):
         from workbench.git.errors import GitError
 
         if isinstance(error, GitError):
+            from workbench.git.flow import INIT_HINT
+
             message = str(error)
             if message.startswith(IDENTITY_HINT):
                 message += " Run Git: Set Identity… to set them for this repository."
+            # In the window the way to set git-flow up is its dialog, not a shell command.
+            message = message.replace(INIT_HINT, "Set it up with Git Flow: Init… (in the Git menu or the "
+                                                 "command palette).")
         else:
             log.error("Git operation failed", exc_info=error)
             message = f"The Git operation failed: {error}"
