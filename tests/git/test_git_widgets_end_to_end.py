@@ -62,7 +62,7 @@ def test_a_new_user_works_through_git_in_one_window(make_repo, tmp_path, open_wi
     finish(qtbot, window.commands.execute("git.commit", message="Say when training is done"))
 
     # 4. A git-flow feature, started and finished.
-    finish(qtbot, window.commands.execute("git.flow.init"))
+    finish(qtbot, window.commands.execute("git.flow.init", master="main"))
     finish(qtbot, window.commands.execute("git.flow.startFeature", name="tiny-cnn"))
     (root / "model.py").write_text("class TinyCNN:\n    pass\n")
     wait_for(qtbot, lambda: session.status.branch == "feature/tiny-cnn")
