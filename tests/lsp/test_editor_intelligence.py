@@ -184,11 +184,14 @@ def test_f12_on_a_function_goes_to_its_definition_in_model_py(qtbot, window):
     line, column = line_of(TRAIN, "build(8)")
     tab.set_cursor_position(line, column + 2)
     qtbot.keyClick(tab.editor, Qt.Key.Key_F12)
+    # Said while the server looks (seconds for its first question), gone once it has answered.
+    assert window.statusBar().currentMessage() == "Looking for the definition of build…"
     wait_for(lambda: window.current_editor().path.name == "model.py", what="model.py")
     model = window.current_editor()
     def_line, def_column = line_of(MODEL, "build(width)")
     assert model.cursor_position() == (def_line, def_column + 1)
     assert not model.is_read_only()
+    assert window.statusBar().currentMessage() == ""
 
 
 def test_f12_into_torch_opens_the_installed_file_read_only(qtbot, window):

@@ -82,6 +82,18 @@ class LanguageCommands:
     def _say(self, message: str) -> None:
         self.window.statusBar().showMessage(message, MESSAGE_MS)
 
+    def _working(self, message: str):
+        """Show ``message`` until the returned function is called (the answer came): a
+        server still reading torch takes seconds over its first question."""
+        bar = self.window.statusBar()
+        bar.showMessage(message)
+
+        def done() -> None:
+            if bar.currentMessage() == message:
+                bar.clearMessage()
+
+        return done
+
     # --- navigation -------------------------------------------------------------------------------
 
     def go_to_definition(self) -> None:
@@ -90,8 +102,10 @@ class LanguageCommands:
             return
         line, column, text = self._caret(tab)
         name = _name(text, column)
+        done = self._working(f"Looking for the definition of {name or 'the text at the caret'}…")
 
         def handle(result) -> None:
+            done()
             if isinstance(result, RequestFailed):
                 self._say(result.message)
             elif not result:
@@ -119,8 +133,10 @@ class LanguageCommands:
             return
         line, column, text = self._caret(tab)
         name = _name(text, column) or "this"
+        done = self._working(f"Finding the references to {name}…")
 
         def handle(result) -> None:
+            done()
             if isinstance(result, RequestFailed):
                 self._say(result.message)
                 return
