@@ -87,6 +87,26 @@ def test_completions_after_torch_nn_include_conv2d(served):
     session.change(project / "train.py", TRAIN)
 
 
+def test_a_big_namespace_lists_every_name_with_the_kind_of_the_first_ones(served):
+    from workbench.lsp.pylsp_completion import KINDS_AT_MOST
+
+    session, _, project = served
+    for typed, expected in (("torch.", None), ("torch.ze", "zeros")):
+        text = TRAIN + f"import torch\nvalue = {typed}\n"
+        session.change(project / "train.py", text)
+        line, column = line_of(text, f"value = {typed}")
+        found = ask(session.completion, project / "train.py", line, column + len(f"value = {typed}"))
+        labels = [candidate.label for candidate in found]
+        if expected is None:
+            assert len(labels) > 1000 and {"zeros", "tensor", "nn"} <= set(labels)
+            assert [c.kind for c in found[:KINDS_AT_MOST]].count("") < KINDS_AT_MOST // 10
+            assert {c.kind for c in found[KINDS_AT_MOST:]} == {""}
+        else:
+            zeros = found[labels.index(expected)]  # narrowed: every name has its kind
+            assert zeros.kind == "function" and all(c.kind for c in found)
+    session.change(project / "train.py", TRAIN)
+
+
 def test_signature_help_of_conv2d_names_in_channels(served):
     session, _, project = served
     text = TRAIN + "layer = nn.Conv2d(\n"

@@ -57,15 +57,24 @@ class ServerConfig:
         plugins["pycodestyle"] = {"enabled": checks, "maxLineLength": self.max_line_length}
         plugins["autopep8"] = {"enabled": checks}
         # Plain names in the list (the signature is in signature help): resolving each label's
-        # signature costs jedi more than the whole completion.
-        plugins["jedi_completion"] = {"enabled": assists, "resolve_at_most": 0, "include_params": False,
-                                      "fuzzy": False}
+        # signature costs jedi more than the whole completion. Workbench's own pylsp completes
+        # through its plugin, which works out the kind of the first names only (a server named
+        # in workbench.toml may not have it).
+        own = self.command == default_command()
+        plugins["jedi_completion"] = {"enabled": assists and not own, "resolve_at_most": 0,
+                                      "include_params": False, "fuzzy": False}
+        plugins["workbench_completion"] = {"enabled": assists and own, "fuzzy": False}
         plugins["jedi_symbols"] = {"enabled": assists, "all_scopes": True, "include_import_symbols": False}
         for name in ASSIST_PLUGINS:
             plugins[name] = {"enabled": assists}
         # jedi finds the project's own modules through the workspace root pylsp is given.
         plugins["jedi"] = {"environment": self.python} if self.python else {}
         return {"pylsp": {"configurationSources": ["pycodestyle"], "plugins": plugins}}
+
+
+def default_command() -> tuple[str, ...]:
+    """Workbench's own python-lsp-server, with Workbench's plugin beside it."""
+    return (sys.executable, "-m", "pylsp")
 
 
 def server_config(root: Path | str, settings: dict | None = None) -> ServerConfig:
@@ -82,7 +91,7 @@ def server_config(root: Path | str, settings: dict | None = None) -> ServerConfi
         if command is not None:
             problems.append("[lsp] command in workbench.toml must be a list of strings, such as "
                             "[\"pylsp\"]; Workbench's own python-lsp-server is used instead.")
-        command = [sys.executable, "-m", "pylsp"]
+        command = list(default_command())
     python, problem = _interpreter(root, settings)
     if problem:
         problems.append(problem)
