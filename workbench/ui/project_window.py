@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
-from PySide6.QtGui import QCloseEvent
+from PySide6.QtGui import QCloseEvent, QPalette
 from PySide6.QtWidgets import (
     QDockWidget,
     QFileDialog,
@@ -31,6 +31,7 @@ from workbench.editor import EditorError, HotExitStore
 from workbench.editor.assist import CompletionProviders, HoverProviders
 from workbench.editor.diagnostics import DiagnosticsProviders
 from workbench.editor.widgets import EditorCommands, EditorTab, open_editor_tab
+from workbench.editor.widgets.editor_settings import EditorSettingsFollower
 from workbench.ipc import messages
 from workbench.ipc.errors import RpcError
 from workbench.project import (
@@ -48,7 +49,9 @@ from workbench.ui.capabilities import install_capabilities
 from workbench.ui.command_palette import CommandPalette
 from workbench.ui.commands import CommandRegistry, add_quit_command
 from workbench.ui.dock_layout import DockLayout
+from workbench.ui.appearance import follow_theme_setting, window_settings
 from workbench.ui.menus import MenuBuilder
+from workbench.settings import Settings, SettingsError
 
 STATE_SAVE_DELAY_MS = 1000
 
@@ -68,9 +71,15 @@ class ProjectWindow(QMainWindow):
     sig_editor_opened = Signal(object)
     """A file was opened in a new editor tab (the ``EditorTab``), its providers attached."""
 
-    def __init__(self, project: Project, parent: QWidget | None = None):
+    def __init__(self, project: Project, parent: QWidget | None = None, settings: Settings | None = None):
         super().__init__(parent)
         self.project = project
+        self.settings = settings or window_settings(project.project_file)
+        """The user's and the project's settings (``workbench.settings``); the editors and the
+        theme follow them."""
+        follow_theme_setting(self.settings)
+        self.editor_settings = EditorSettingsFollower(self.settings, self.editors, self._save, self)
+        self._settings_window = None
         self.commands = CommandRegistry()
         self.discard_changes_on_close = False
         self.hot_exit = HotExitStore(project.root)
@@ -97,7 +106,7 @@ class ProjectWindow(QMainWindow):
         self.tabs.currentChanged.connect(self._on_current_tab_changed)
         empty = QLabel("Open a file from the Explorer, or press Ctrl+Shift+P for all commands.")
         empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        empty.setStyleSheet("color: #777;")
+        empty.setForegroundRole(QPalette.ColorRole.PlaceholderText)
         self._center = QStackedWidget()
         self._center.addWidget(empty)
         self._center.addWidget(self.tabs)
@@ -189,6 +198,10 @@ class ProjectWindow(QMainWindow):
             self.resize(size)
         self.dock_layout.restore_all()
         self.menus.prune_empty()
+        if self.settings.problems:
+            # After the first paint, as one message: a bad line in a settings file never stops
+            # the window, and the defaults apply until it is fixed.
+            self.show_error("Some settings were not used:\n\n" + "\n\n".join(self.settings.problems))
         self.sig_capabilities_installed.emit()
 
     def _show_progress(self, text: str) -> None:
@@ -260,6 +273,7 @@ class ProjectWindow(QMainWindow):
         except EditorError as exc:
             self.show_error(str(exc))
             return None
+        self.editor_settings.attach(tab)
         tab.sig_modified_changed.connect(lambda _modified, t=tab: self._update_tab_title(t))
         tab.sig_cursor_moved.connect(lambda _line, _col: self._on_cursor_moved())
         tab.sig_diagnostics_changed.connect(self._update_status)
@@ -468,11 +482,41 @@ class ProjectWindow(QMainWindow):
             category="File", menu="File", shortcut="Ctrl+W", enabled=has_editor)
         add("file.closeWindow", "Close Window", self.close, category="File", menu="File", shortcut="Ctrl+Shift+W")
         editor_commands.register(self.commands)
+        add("workbench.settings", "Settings…", self.show_settings, category="Preferences",
+            menu="File/Preferences", shortcut="Ctrl+,")
+        for choice, title in (("light", "Light"), ("dark", "Dark"), ("system", "Follow the System")):
+            add(f"workbench.theme.{choice}", f"Color Theme: {title}",
+                lambda c=choice: self.set_setting("appearance.theme", c),
+                category="Preferences", menu="File/Preferences")
+        follower = self.editor_settings
+        add("view.zoomIn", "Zoom In Editors", follower.zoom_in, category="View", menu="View", shortcut="Ctrl+=")
+        add("view.zoomOut", "Zoom Out Editors", follower.zoom_out, category="View", menu="View", shortcut="Ctrl+-")
+        add("view.resetZoom", "Reset Editor Zoom", follower.reset_zoom, category="View", menu="View",
+            shortcut="Ctrl+0")
         add("go.nextEditor", "Next Editor", lambda: self._cycle_tab(1), category="Go", menu="Go",
             shortcut="Ctrl+PgDown", enabled=has_editor)
         add("go.previousEditor", "Previous Editor", lambda: self._cycle_tab(-1), category="Go", menu="Go",
             shortcut="Ctrl+PgUp", enabled=has_editor)
         add("help.about", "About Workbench", self._about, category="Help", menu="Help")
+
+    def set_setting(self, key: str, value) -> None:
+        """Write ``value`` for ``key`` in the user's settings (a file that cannot be changed is
+        said, not raised)."""
+        try:
+            self.settings.set(key, value)
+        except SettingsError as exc:
+            self.show_error(str(exc))
+
+    def show_settings(self) -> None:
+        """Open the Settings window (or raise the open one)."""
+        from workbench.ui.settings_window import SettingsWindow  # not needed to start a window
+
+        if self._settings_window is None:
+            self._settings_window = SettingsWindow(self.settings, self)
+            self._settings_window.destroyed.connect(lambda: setattr(self, "_settings_window", None))
+        self._settings_window.show()
+        self._settings_window.raise_()
+        self._settings_window.activateWindow()
 
     def show_command_palette(self) -> None:
         self.palette.open()

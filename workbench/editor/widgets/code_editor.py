@@ -12,8 +12,11 @@ from pathlib import Path
 from PySide6.QtCore import QEvent, QPoint, Qt, Signal
 from PySide6.QtGui import (
     QColor,
+    QTextOption,
     QHelpEvent,
     QKeyEvent,
+    QPainter,
+    QPaintEvent,
     QResizeEvent,
     QTextCursor,
     QTextFormat,
@@ -33,6 +36,7 @@ from workbench.editor.line_edits import (
     indent_lines,
     toggle_comment,
 )
+from workbench.editor.options import EditorOptions
 from workbench.qt import theme
 from workbench.editor.widgets.code_assist import CodeAssist
 from workbench.editor.widgets.diagnostic_marks import diagnostic_selections
@@ -55,12 +59,14 @@ class CodeEditor(QPlainTextEdit):
     def __init__(self, parent: QWidget | None = None, language: str = "Text only") -> None:
         super().__init__(parent)
         self.language = language
+        self.options = EditorOptions()
+        """How the text is shown (font, tab width, rulers, wrap, whitespace); see set_options."""
+        self.indent_width = INDENT_WIDTH
         self.setFont(theme.editor_font())
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
         self.setTabStopDistance(self.fontMetrics().horizontalAdvance(" ") * INDENT_WIDTH)
-        self.setStyleSheet(
-            f"QPlainTextEdit {{ background: {theme.BACKGROUND}; color: {theme.FOREGROUND}; }}"
-        )
+        self.setStyleSheet(theme.editor_style_sheet())
+        theme.theme_changes().sig_theme_changed.connect(self._on_theme_changed)
         self.line_number_panel = LineNumberPanel(self)
         self._find_highlights: list[QTextEdit.ExtraSelection] = []
         self.diagnostics: list[EditorDiagnostic] = []
@@ -72,6 +78,46 @@ class CodeEditor(QPlainTextEdit):
         self.assist = CodeAssist(self)
         self.cursorPositionChanged.connect(self._refresh_highlights)
         self._refresh_highlights()
+
+    # Options and theme -------------------------------------------------------------------
+
+    def set_options(self, options: EditorOptions) -> None:
+        """Show the text as ``options`` say: font and size (with the zoom), tab width, rulers,
+        word wrap and visible whitespace."""
+        self.options = options
+        self.setFont(theme.editor_font(options.font_family, options.shown_font_size))
+        self.indent_width = options.tab_width
+        self.setTabStopDistance(self.fontMetrics().horizontalAdvance(" ") * options.tab_width)
+        self.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth if options.word_wrap
+                             else QPlainTextEdit.LineWrapMode.NoWrap)
+        text_option = self.document().defaultTextOption()
+        flags = text_option.flags()
+        if options.show_whitespace:
+            flags |= QTextOption.Flag.ShowTabsAndSpaces
+        else:
+            flags &= ~QTextOption.Flag.ShowTabsAndSpaces
+        text_option.setFlags(flags)
+        self.document().setDefaultTextOption(text_option)
+        self.line_number_panel.update_width()
+        self.line_number_panel.place()
+        self.viewport().update()
+
+    def _on_theme_changed(self, _theme: str) -> None:
+        self.setStyleSheet(theme.editor_style_sheet())
+        self._refresh_highlights()
+        self.line_number_panel.update()
+
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 (Qt override)
+        super().paintEvent(event)
+        if not self.options.rulers:
+            return
+        painter = QPainter(self.viewport())
+        painter.setPen(QColor(theme.RULER))
+        advance = self.fontMetrics().horizontalAdvance(" ")
+        left = self.contentOffset().x() + self.document().documentMargin()
+        for column in self.options.rulers:
+            x = round(left + advance * column)
+            painter.drawLine(x, event.rect().top(), x, event.rect().bottom())
 
     # Positions --------------------------------------------------------------------------
 
@@ -94,11 +140,11 @@ class CodeEditor(QPlainTextEdit):
 
     def indent(self) -> None:
         """Indent the selected lines (or the cursor's line) by one level."""
-        self._edit_selected_lines(indent_lines)
+        self._edit_selected_lines(lambda lines: indent_lines(lines, " " * self.indent_width))
 
     def dedent(self) -> None:
         """Dedent the selected lines (or the cursor's line) by one level."""
-        self._edit_selected_lines(dedent_lines)
+        self._edit_selected_lines(lambda lines: dedent_lines(lines, self.indent_width))
 
     def toggle_comment(self) -> None:
         """Comment or uncomment the selected lines with the language's line comment."""
@@ -201,7 +247,7 @@ class CodeEditor(QPlainTextEdit):
         column = cursor.positionInBlock() if not cursor.hasSelection() else (
             cursor.selectionStart() - cursor.block().position()
         )
-        cursor.insertText(" " * (INDENT_WIDTH - column % INDENT_WIDTH))
+        cursor.insertText(" " * (self.indent_width - column % self.indent_width))
         self.setTextCursor(cursor)
 
     def _smart_home(self, keep_anchor: bool) -> None:

@@ -28,9 +28,8 @@ class HexView(QPlainTextEdit):
         super().__init__(parent)
         self.setFont(theme.editor_font())
         self.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
-        self.setStyleSheet(
-            f"QPlainTextEdit {{ background: {theme.BACKGROUND}; color: {theme.FOREGROUND}; }}"
-        )
+        self.setStyleSheet(theme.editor_style_sheet())
+        theme.theme_changes().sig_theme_changed.connect(self._on_theme_changed)
         self.setPlainText(hex_dump(data))
         self.setReadOnly(True)
         # Read-only text hides the caret; keyboard navigation still needs to see where it is.
@@ -38,6 +37,9 @@ class HexView(QPlainTextEdit):
             Qt.TextInteractionFlag.TextSelectableByMouse
             | Qt.TextInteractionFlag.TextSelectableByKeyboard
         )
+
+    def _on_theme_changed(self, _theme: str) -> None:
+        self.setStyleSheet(theme.editor_style_sheet())
 
     def cursor_position(self) -> tuple[int, int]:
         """The cursor as a 1-based (row, column) of the dump."""

@@ -21,7 +21,7 @@ from PySide6.QtCore import QTimer
 from PySide6.QtGui import QSyntaxHighlighter, QTextBlock, QTextDocument
 
 from workbench.editor.highlighting import LineLexer, format_ranges
-from workbench.qt.theme import text_formats
+from workbench.qt.theme import text_formats, theme_changes
 
 # The block state of a block not lexed yet. Lexer states are interned to ids >= 0, and Qt uses -1
 # for "never highlighted", so -2 is free.
@@ -68,6 +68,7 @@ class SyntaxHighlighter(QSyntaxHighlighter):
         # Qt runs an edit's pass in contentsChange before this slot (it connected first), so
         # this refills the budget for the next pass.
         document.contentsChange.connect(self._refill_budget)
+        theme_changes().sig_theme_changed.connect(self._on_theme_changed)
         # Qt would highlight the whole document at the first event-loop turn; a pass now, within
         # the budget, makes that one a no-op and colours the first screen before the first paint.
         self._run_timed_pass(first_pass_seconds, self.rehighlight)
@@ -101,6 +102,11 @@ class SyntaxHighlighter(QSyntaxHighlighter):
             # The rest of this pass is deferred; the sweep takes it up (a spare step is harmless).
             self._budget = 0
             self._sweep_timer.start()
+
+    def _on_theme_changed(self, _theme: str) -> None:
+        # The new colours for the first screenful now, the rest as the sweep reaches it.
+        self.formats = text_formats()
+        self._run_timed_pass(FIRST_PASS_SECONDS, self.rehighlight)
 
     def _refill_budget(self, _position: int = 0, _removed: int = 0, _added: int = 0) -> None:
         self._budget = self.horizon

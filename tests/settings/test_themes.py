@@ -1,0 +1,55 @@
+"""Light, dark and "follow the system": the whole application's palette, the editor's colours
+and its Pygments style, switched live."""
+
+from __future__ import annotations
+
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QApplication
+
+from workbench.qt import theme
+
+
+def _keyword_colour(tab) -> str:
+    return tab.highlighter.formats["keyword"].foreground().color().name()
+
+
+def test_the_dark_setting_darkens_the_application_and_the_editor(open_window, project_root, user_settings_file):
+    user_settings_file.write_text("[appearance]\ntheme = \"dark\"\n")
+    window = open_window()
+    tab = window.open_file(project_root / "a.py")
+    palette = QApplication.instance().palette()
+    assert palette.color(QPalette.ColorRole.Window).lightness() < 60
+    assert palette.color(QPalette.ColorRole.WindowText).lightness() > 180
+    assert QApplication.instance().style().name().lower() == "fusion"
+    assert theme.current_theme() == "dark" and theme.BACKGROUND == "#1e1e1e"
+    assert "#1e1e1e" in tab.editor.styleSheet()
+    assert _keyword_colour(tab) == "#c678dd"  # one-dark's keyword colour
+
+
+def test_switching_the_theme_applies_live_to_the_palette_the_editor_and_its_highlighting(
+        open_window, project_root):
+    window = open_window()
+    tab = window.open_file(project_root / "a.py")
+    light_keyword = _keyword_colour(tab)
+    window.commands.execute("workbench.theme.dark")
+    assert window.settings.value("appearance.theme") == "dark"
+    assert QApplication.instance().palette().color(QPalette.ColorRole.Base).lightness() < 60
+    assert _keyword_colour(tab) != light_keyword and "#1e1e1e" in tab.editor.styleSheet()
+    block = tab.editor.document().firstBlock()
+    colours = {r.format.foreground().color().name() for r in block.layout().formats()}
+    assert "#c678dd" in colours  # "def" recoloured, not only the formats swapped
+    window.commands.execute("workbench.theme.light")
+    assert theme.BACKGROUND == "#ffffff" and _keyword_colour(tab) == light_keyword
+
+
+def test_follow_the_system_is_light_where_the_system_does_not_say(open_window):
+    window = open_window()
+    window.settings.set("appearance.theme", "system")
+    assert theme.resolve_theme("system") == "light" and theme.current_theme() == "light"
+
+
+def test_every_colour_role_exists_in_both_themes_and_differs_where_it_matters():
+    light, dark = (set(theme._COLOURS[name]) for name in theme.THEMES)
+    assert light == dark
+    for name in ("BACKGROUND", "FOREGROUND", "CURRENT_LINE", "GUTTER_BACKGROUND", "DIFF_ADDED", "MUTED_TEXT"):
+        assert QColor(theme.colour(name, "light")).lightness() != QColor(theme.colour(name, "dark")).lightness()
