@@ -48,7 +48,7 @@ def test_fuzzy_score_prefers_word_starts_and_rejects_missing_letters():
 def test_a_query_that_starts_a_word_ranks_above_the_same_letters_inside_a_word():
     assert fuzzy_score("tag", "Git: Create Tag…") > fuzzy_score("tag", "Git: Stage All Changes")
     assert fuzzy_score("save", "File: Save") > fuzzy_score("save", "View: Unsaved Changes")
-    assert fuzzy_score("gtl", "Go to Line…") is not None  # scattered letters still match
+    assert fuzzy_score("gtl", "Go to Line…") is not None  # the first letters of words match
 
 
 def test_a_qt_method_can_be_a_command():

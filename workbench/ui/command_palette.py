@@ -1,4 +1,9 @@
-"""The command palette (Ctrl+Shift+P): type a few letters, pick a command, it runs."""
+"""The command palette (Ctrl+Shift+P): type a few letters, pick a command, it runs.
+
+It ranks as Quick Open does (``commands.fuzzy_score``), lists the commands picked here lately
+first (most recent first, as VS Code's "recently used"), shows each command's shortcut, and says
+so when nothing matches.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QFrame,
     QHeaderView,
+    QLabel,
     QLineEdit,
     QTreeWidget,
     QTreeWidgetItem,
@@ -18,6 +24,8 @@ from PySide6.QtWidgets import (
 from workbench.ui.commands import CommandRegistry, fuzzy_score
 
 ID_ROLE = Qt.ItemDataRole.UserRole
+MAX_RECENT_COMMANDS = 10
+NO_MATCH = "No matching commands"
 
 
 class CommandPalette(QFrame):
@@ -31,6 +39,8 @@ class CommandPalette(QFrame):
         super().__init__(parent, Qt.WindowType.Popup)
         self.setFrameShape(QFrame.Shape.StyledPanel)
         self._commands = commands
+        self.recent: list[str] = []
+        """Ids of the commands picked here, most recent first."""
         self.query = QLineEdit(self)
         self.query.setPlaceholderText("Type a command")
         self.results = QTreeWidget(self)
@@ -44,7 +54,11 @@ class CommandPalette(QFrame):
         self.results.header().setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
+        self.message = QLabel(NO_MATCH, self)
+        self.message.setContentsMargins(6, 4, 6, 4)
+        self.message.hide()
         layout.addWidget(self.query)
+        layout.addWidget(self.message)
         layout.addWidget(self.results)
         self.query.textChanged.connect(self._refresh)
         self.query.installEventFilter(self)
@@ -61,7 +75,9 @@ class CommandPalette(QFrame):
         self.query.setFocus()
 
     def matching(self, query: str) -> list[tuple[str, str, str]]:
-        """(id, label, shortcut) of the enabled commands matching ``query``, best first."""
+        """(id, label, shortcut) of the enabled commands matching ``query``: the recently used
+        ones first, most recent first, then the others best first."""
+        recency = {command_id: order for order, command_id in enumerate(self.recent)}
         ranked = []
         for order, command in enumerate(self._commands.all()):
             # Context-menu commands need the path they were invoked on, so they stay out.
@@ -69,9 +85,9 @@ class CommandPalette(QFrame):
                 continue
             score = fuzzy_score(query, command.label)
             if score is not None:
-                ranked.append((-score, order, command))
-        ranked.sort(key=lambda item: (item[0], item[1]))
-        return [(c.id, c.label, c.shortcut or "") for _, _, c in ranked]
+                ranked.append((recency.get(command.id, len(recency)), -score, order, command))
+        ranked.sort(key=lambda item: item[:3])
+        return [(c.id, c.label, c.shortcut or "") for *_, c in ranked]
 
     def current_command(self) -> str | None:
         item = self.results.currentItem()
@@ -83,12 +99,16 @@ class CommandPalette(QFrame):
         for command_id, label, shortcut in self.matching(query):
             item = QTreeWidgetItem([label, shortcut])
             item.setData(0, ID_ROLE, command_id)
+            if command_id in self.recent:
+                item.setToolTip(0, "Recently used")
             item.setForeground(1, self.palette().placeholderText())
             item.setTextAlignment(1, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             items.append(item)
         self.results.addTopLevelItems(items)
         if items:
             self.results.setCurrentItem(items[0])
+        self.message.setVisible(not items)
+        self.results.setVisible(bool(items))
 
     def eventFilter(self, watched, event) -> bool:
         if watched is self.query and isinstance(event, QKeyEvent) and event.type() == QKeyEvent.Type.KeyPress:
@@ -107,5 +127,7 @@ class CommandPalette(QFrame):
         return super().eventFilter(watched, event)
 
     def _choose(self, item: QTreeWidgetItem) -> None:
+        command_id = item.data(0, ID_ROLE)
+        self.recent = [command_id] + [c for c in self.recent if c != command_id][:MAX_RECENT_COMMANDS - 1]
         self.hide()
-        self.sig_command_chosen.emit(item.data(0, ID_ROLE))
+        self.sig_command_chosen.emit(command_id)

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from workbench.platform.fuzzy import match
+
 
 QUIT_WORKBENCH = "workbench.quit"
 """The command every Workbench window has: close all the windows, then end Workbench."""
@@ -115,31 +117,9 @@ def add_quit_command(commands: CommandRegistry, run: Callable[[], Any]) -> Comma
 
 
 def fuzzy_score(query: str, text: str) -> int | None:
-    """Rank ``text`` for the palette: None when the letters of ``query`` are not all in it in
-    order. The query as one piece beats scattered letters, and a piece that starts a word beats
-    one inside a word ("tag" finds "Create Tag" before "Stage")."""
-    q = query.lower().replace(" ", "")
-    if not q:
-        return 0
-    t = text.lower()
-    best = None
-    start = t.find(q)
-    while start >= 0:
-        at_word_start = start == 0 or not t[start - 1].isalnum()
-        score = 100 + (50 if at_word_start else 0) - start
-        best = score if best is None else max(best, score)
-        start = t.find(q, start + 1)
-    if best is not None:
-        return best
-    score, pos, prev = 0, 0, -2
-    for ch in q:
-        found = t.find(ch, pos)
-        if found < 0:
-            return None
-        if found == prev + 1:
-            score += 3
-        if found == 0 or not t[found - 1].isalnum():
-            score += 5
-        score -= found - pos  # gaps cost
-        prev, pos = found, found + 1
-    return score
+    """Rank ``text`` for the palette with Quick Open's rules (``workbench.platform.fuzzy``): the
+    query at the start of a word, then as pieces that each start a word ("gtl" or "gotoline"
+    finds "Go to Line…"), then inside a word; None when it is in none of these (scattered
+    letters are no match here, so "flow" does not find "Close Window")."""
+    found = match(query, text, scattered=False)
+    return None if found is None else found.score
