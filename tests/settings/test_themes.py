@@ -53,3 +53,36 @@ def test_every_colour_role_exists_in_both_themes_and_differs_where_it_matters():
     assert light == dark
     for name in ("BACKGROUND", "FOREGROUND", "CURRENT_LINE", "GUTTER_BACKGROUND", "DIFF_ADDED", "MUTED_TEXT"):
         assert QColor(theme.colour(name, "light")).lightness() != QColor(theme.colour(name, "dark")).lightness()
+
+
+def test_the_diff_editor_takes_the_dark_colours_and_back(qtbot):
+    from workbench.git.diff_rows import ADDED
+    from workbench.git.widgets.diff_panes import CURRENT_HEADER, ROW_BACKGROUNDS
+
+    try:
+        theme.apply_theme("dark")
+        assert ROW_BACKGROUNDS[ADDED].name() == theme.colour("DIFF_ADDED", "dark")
+        assert CURRENT_HEADER.name() == theme.colour("DIFF_CURRENT_HEADER", "dark")
+    finally:
+        theme.apply_theme("light")
+    assert ROW_BACKGROUNDS[ADDED].name() == theme.colour("DIFF_ADDED", "light")
+
+
+def test_the_training_curves_take_the_themes_background_and_axes_live(qtbot):
+    from workbench.training.widgets.curves import CurvesView
+
+    curves = CurvesView()
+    qtbot.addWidget(curves)
+    curves.resize(900, 260)
+    curves.show()
+    curves.set_runs(["r1"])
+    curves.add_records("r1", [{"step": 1, "loss": 1.0}, {"step": 2, "loss": 0.5}])
+    qtbot.waitUntil(lambda: curves.plotted("r1", "loss") == 2, timeout=20_000)
+    widget = curves._plot_widgets["loss"]
+    try:
+        theme.apply_theme("dark")
+        assert widget.backgroundBrush().color().name() == theme.colour("CHART_BACKGROUND", "dark")
+        assert widget.getPlotItem().getAxis("left").textPen().color().name() == theme.colour("CHART_FOREGROUND", "dark")
+    finally:
+        theme.apply_theme("light")
+    assert widget.backgroundBrush().color().name() == "#ffffff"

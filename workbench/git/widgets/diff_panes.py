@@ -39,6 +39,25 @@ CURRENT_MARK_WIDTH = 3
 LINK_GAP = 12
 GUTTER_SIGNS = {ADDED: ("+", QColor("#1a7f37")), REMOVED: ("-", QColor("#cf222e"))}
 
+# The colours above are the light theme's; each takes the current theme's role in place (the
+# panes compare CURRENT_HEADER by identity), now and whenever the theme changes.
+_THEME_ROLES = ((ROW_BACKGROUNDS[ADDED], "DIFF_ADDED"), (ROW_BACKGROUNDS[REMOVED], "DIFF_REMOVED"),
+                (ROW_BACKGROUNDS[HEADER], "DIFF_HEADER"), (ROW_BACKGROUNDS[FILLER], "DIFF_FILLER"),
+                (INTRALINE_BACKGROUNDS[ADDED], "DIFF_ADDED_STRONG"),
+                (INTRALINE_BACKGROUNDS[REMOVED], "DIFF_REMOVED_STRONG"), (FILLER_HATCH, "DIFF_FILLER_HATCH"),
+                (HEADER_TEXT, "DIFF_HEADER_TEXT"), (LINK_TEXT, "LINK"), (CURRENT_HEADER, "DIFF_CURRENT_HEADER"),
+                (CURRENT_MARK, "LINK"), (GUTTER_SIGNS[ADDED][1], "DIFF_ADDED_SIGN"),
+                (GUTTER_SIGNS[REMOVED][1], "DIFF_REMOVED_SIGN"))
+
+
+def _take_theme_colours(_theme: str = "") -> None:
+    for colour, role in _THEME_ROLES:
+        colour.setRgba(QColor(theme.colour(role)).rgba())
+
+
+_take_theme_colours()
+theme.theme_changes().sig_theme_changed.connect(_take_theme_colours)
+
 # Rows coloured per step: the first step colours a screenful and a margin before the first paint;
 # later steps run one per event-loop turn, each within a time budget, so the window stays live.
 ROWS_PER_STEP = 200
@@ -235,6 +254,17 @@ class DiffPane(QPlainTextEdit):
         self.setUndoRedoEnabled(False)
         self.gutter = DiffGutter(self)
         self.updateRequest.connect(self._on_update_request)
+        theme.theme_changes().sig_theme_changed.connect(self._on_theme_changed)
+
+    def _on_theme_changed(self, _theme: str) -> None:
+        # The code colours are the new theme's Pygments style: colour the rows again.
+        if self.highlighter is not None and self.rows is not None:
+            line_lexer = self.highlighter.line_lexer
+            self.highlighter.stop()
+            self.highlighter.deleteLater()
+            self.highlighter = DiffHighlighter(self.document(), self.rows, line_lexer)
+        self.viewport().update()
+        self.gutter.update()
 
     def set_rows(self, rows: PaneRows, line_lexer: LineLexer | None) -> None:
         """Show ``rows``: one setPlainText of the whole text, then colouring from the top."""

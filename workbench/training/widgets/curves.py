@@ -17,6 +17,8 @@ from typing import Iterable
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QBoxLayout, QLabel, QStackedLayout, QVBoxLayout, QWidget
 
+from workbench.qt import theme
+
 # (plot id, y-axis label, where its legend goes: (x, y) offset, negative from the right/bottom;
 # None: no legend, the axis says what the one curve of a run is)
 PLOTS = (("loss", "loss", (-8, 8)), ("acc", "accuracy", (-8, -8)), ("lr", "learning rate", None))
@@ -69,6 +71,21 @@ def _line_style(name: str) -> Qt.PenStyle:
     if name.startswith("test_"):
         return Qt.PenStyle.DotLine
     return Qt.PenStyle.SolidLine
+
+
+def _chart_colours(plot, widget) -> None:
+    """Give one plot the current theme's background, axes and legend."""
+    import pyqtgraph as pg
+
+    widget.setBackground(theme.CHART_BACKGROUND)
+    dark = theme.current_theme() == theme.DARK
+    for axis in ("left", "bottom"):
+        plot.getAxis(axis).setPen(pg.mkPen("#6b6b6b" if dark else "#999"))
+        plot.getAxis(axis).setTextPen(pg.mkPen(theme.CHART_FOREGROUND))
+    legend = plot.legend
+    if legend is not None:
+        legend.setBrush(pg.mkBrush(30, 30, 30, 200) if dark else pg.mkBrush(255, 255, 255, 200))
+        legend.setLabelTextColor(theme.CHART_FOREGROUND)
 
 
 class CurvesView(QWidget):
@@ -233,6 +250,10 @@ class CurvesView(QWidget):
         if top > 0:
             self._plots["lr"].setYRange(0, top * 1.08, padding=0)
 
+    def _take_theme_colours(self, _theme: str = "") -> None:
+        for plot_id, plot in self._plots.items():
+            _chart_colours(plot, self._plot_widgets[plot_id])
+
     def _build_plots(self) -> None:
         if self._plots_page is not None:
             return
@@ -254,7 +275,7 @@ class CurvesView(QWidget):
         self._plots_row = layout
         first = None
         for plot_id, label, legend_offset in PLOTS:
-            widget = pg.PlotWidget(background="w")
+            widget = pg.PlotWidget(background=theme.CHART_BACKGROUND)
             widget.setObjectName(f"curves-{plot_id}")
             widget.setMinimumSize(160, 120)
             plot = widget.getPlotItem()
@@ -264,12 +285,8 @@ class CurvesView(QWidget):
             plot.setClipToView(True)
             plot.setDownsampling(auto=True, mode="peak")
             plot.setMenuEnabled(False)
-            for axis in ("left", "bottom"):
-                plot.getAxis(axis).setPen(pg.mkPen("#999"))
-                plot.getAxis(axis).setTextPen(pg.mkPen("#444"))
             if legend_offset is not None:
-                plot.addLegend(offset=legend_offset, labelTextColor="#333", brush=pg.mkBrush(255, 255, 255, 200),
-                               labelTextSize="8pt")
+                plot.addLegend(offset=legend_offset, labelTextSize="8pt")
             if plot_id == "lr":
                 plot.getAxis("left").enableAutoSIPrefix(False)
             if first is None:
@@ -280,6 +297,8 @@ class CurvesView(QWidget):
             self._plot_widgets[plot_id] = widget
             layout.addWidget(widget, 1)
         self._plots_page = page
+        self._take_theme_colours()
+        theme.theme_changes().sig_theme_changed.connect(self._take_theme_colours)
         self._stack.addWidget(page)
         self._update_runs_legend()
         wide = self.width() > 1.6 * self.height()
