@@ -71,7 +71,8 @@ def test_the_first_layout_comes_back_after_close_and_reopen(open_window, project
     window.resize(*WINDOW_SIZE)
     qtbot.wait(100)
     first = layout_of(window)
-    assert first["dock-scm"]["tab_mates"] == ["dock-explorer", "dock-outline"] and first["dock-explorer"]["front"]
+    assert first["dock-scm"]["tab_mates"] == ["dock-explorer", "dock-find-in-files", "dock-outline"]
+    assert first["dock-explorer"]["front"]
     window.close()
 
     again = open_window(project)

@@ -179,12 +179,15 @@ def apply_replacement(plan: ReplacePlan, chosen: set[tuple[str, int]] | None = N
     for change in plan.files:
         if cancel is not None and cancel.cancelled:
             break
+        if change.problem:  # named whether or not its edits were ticked: the preview showed why
+            outcome.skipped.append((change.path, change.problem))
+            continue
         edits = [edit for index, edit in enumerate(change.edits)
                  if chosen is None or (change.path, index) in chosen]
         if not edits:
             continue
-        if change.problem or change.path in skip:
-            outcome.skipped.append((change.path, change.problem or skip[change.path]))
+        if change.path in skip:
+            outcome.skipped.append((change.path, skip[change.path]))
             continue
         path = plan.root / change.path
         try:

@@ -252,9 +252,18 @@ def search_files(root: Path | str, query: SearchQuery, on_files: Callable[[list[
 
 
 def _readable_error(message: str) -> str:
-    """rg's error, without its "rg: " prefix, kept whole: its caret under the pattern says where."""
+    """rg's error as a line that says what is wrong and what to do, then rg's own words (the
+    pattern as rg read it, a caret under the fault) after a blank line."""
     lines = [line[4:] if line.startswith("rg: ") else line for line in message.splitlines()]
-    return "\n".join(lines)
+    details = "\n".join(lines)
+    if lines and lines[0].startswith("regex parse error"):
+        fault = next((line[len("error:"):].strip() for line in lines if line.startswith("error:")), "")
+        headline = (f"Not a valid regular expression{': ' + fault if fault else ''}. Fix the pattern, "
+                    f"or turn off .* to find the text as typed.")
+        return f"{headline}\n\n{details}"
+    if lines and lines[0].startswith("error parsing glob"):
+        return f"A file glob cannot be read: {details[len('error parsing glob '):]}. Fix it in the files to include or exclude."
+    return details
 
 
 def _terminate_on_cancel(process: subprocess.Popen, cancel: CancelToken, stop: threading.Event) -> None:

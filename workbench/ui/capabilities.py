@@ -19,7 +19,8 @@ log = logging.getLogger(__name__)
 BUILT_IN: tuple[str, ...] = ("workbench.git.widgets:install", "workbench.training.widgets:install",
                              "workbench.cluster.widgets:install", "workbench.modeltools.widgets:install",
                              "workbench.device.widgets:install", "workbench.console.widgets:install",
-                             "workbench.lsp.widgets:install", "workbench.debug.widgets:install")
+                             "workbench.lsp.widgets:install", "workbench.debug.widgets:install",
+                             "workbench.search.widgets:install")
 
 
 def install_capabilities(window, entries: tuple[str, ...] | None = None) -> list[str]:
