@@ -260,3 +260,35 @@ def test_pause_stops_a_busy_program_where_it_is_and_continue_lets_it_go_on(tmp_p
             session.step_over().result(5)
     finally:
         session.close()
+
+
+def test_a_spare_adapter_started_ahead_is_the_one_debug_uses_and_a_dead_one_is_replaced(sample):
+    from workbench.debug.adapter import SpareAdapters
+    from workbench.debug.launches import script_launch
+
+    spares = SpareAdapters()
+    try:
+        spares.prepare()
+        waiting = spares.waiting()
+        assert waiting is not None and waiting.exit_code() is None
+        spares.prepare()
+        assert spares.waiting() is waiting  # one is enough
+        session = DebugSession(script_launch(sample), [Breakpoint(str(sample), LINE_TOTAL)], spares=spares)
+        try:
+            session.start(timeout=60)
+            assert session.adapter is waiting and spares.waiting() is None
+            assert session.next_stop(60).top.line == LINE_TOTAL
+        finally:
+            session.close()
+
+        spares.prepare()
+        dead = spares.waiting()
+        dead.stop(grace=0)
+        dead.process.wait(10)
+        replacement = spares.take()
+        assert replacement is not dead and replacement.exit_code() is None
+        replacement.stop(grace=0)
+    finally:
+        spares.close()
+    spares.prepare()
+    assert spares.waiting() is None  # closed: no adapter is left behind

@@ -78,3 +78,51 @@ class AdapterProcess:
             self.process.wait(timeout=grace)
         except subprocess.TimeoutExpired:
             pass
+
+
+class SpareAdapters:
+    """One adapter started ahead of need per Python: debugpy's adapter takes about half a second
+    to import and answer, which Debug then need not wait for. A window prepares one once the
+    user shows they will debug (a breakpoint set, the Debug dock shown, a session ended) and
+    never at start-up."""
+
+    def __init__(self):
+        import threading
+
+        self._spares: dict[str, AdapterProcess] = {}
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def prepare(self, python: str | None = None) -> None:
+        """Start a spare adapter for ``python`` unless one is waiting (call off the GUI thread:
+        starting a process from a big one takes a few milliseconds)."""
+        python = python or sys.executable
+        with self._lock:
+            spare = self._spares.get(python)
+            if self._closed or (spare is not None and spare.exit_code() is None):
+                return
+            try:
+                self._spares[python] = AdapterProcess(python)
+            except DebugError:
+                self._spares.pop(python, None)  # Debug itself then says what is wrong
+
+    def take(self, python: str | None = None) -> AdapterProcess:
+        """The waiting adapter for ``python`` if it is alive, else a new one."""
+        python = python or sys.executable
+        with self._lock:
+            spare = self._spares.pop(python, None)
+        if spare is not None and spare.exit_code() is None:
+            return spare
+        return AdapterProcess(python)
+
+    def waiting(self, python: str | None = None) -> AdapterProcess | None:
+        with self._lock:
+            return self._spares.get(python or sys.executable)
+
+    def close(self) -> None:
+        """End every spare adapter (the window is closing)."""
+        with self._lock:
+            self._closed = True
+            spares, self._spares = list(self._spares.values()), {}
+        for spare in spares:
+            spare.stop(grace=0)  # never used: nothing to wait for

@@ -86,8 +86,10 @@ class DebugSession:
 
     def __init__(self, config: LaunchConfig | AttachConfig, breakpoints: Iterable[Breakpoint] = (),
                  listener: SessionListener | None = None, adapter_python: str | None = None,
-                 exception_filters: Iterable[str] = EXCEPTION_FILTERS):
+                 exception_filters: Iterable[str] = EXCEPTION_FILTERS, spares=None):
         self.config = config
+        self.spares = spares
+        """``SpareAdapters`` to take a waiting adapter from (None: start one)."""
         self.listener = listener or SessionListener()
         self.adapter_python = adapter_python or sys.executable
         self.exception_filters = list(exception_filters)
@@ -129,9 +131,8 @@ class DebugSession:
         deadline = time.monotonic() + timeout
         try:
             if self.is_launch:
-                from workbench.debug.adapter import AdapterProcess
-
-                self.adapter = AdapterProcess(self.adapter_python)
+                self.adapter = (self.spares.take(self.adapter_python) if self.spares is not None
+                                else _new_adapter(self.adapter_python))
                 stream = self.adapter.stream
             else:
                 stream = self.config.connect()
@@ -457,7 +458,8 @@ class DebugSession:
         should be terminated first)."""
         with self._lock:
             breakpoints = [b for entries in self._breakpoints.values() for b in entries]
-        return DebugSession(self.config, breakpoints, self.listener, self.adapter_python, self.exception_filters)
+        return DebugSession(self.config, breakpoints, self.listener, self.adapter_python, self.exception_filters,
+                            self.spares)
 
     def close(self, timeout: float = 10.0) -> None:
         """Terminate if needed, wait for the end and let go of the session's threads."""
@@ -575,6 +577,12 @@ class DebugSession:
         body = self._request("evaluate", {"expression": values.values_expression(expression), "frameId": frame_id,
                                           "context": "clipboard"})
         return values.parse_values(str(body.get("result", "")))
+
+
+def _new_adapter(python: str):
+    from workbench.debug.adapter import AdapterProcess
+
+    return AdapterProcess(python)
 
 
 def _wait(process, timeout: float) -> None:

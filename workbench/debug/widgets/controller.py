@@ -15,6 +15,7 @@ from typing import Callable
 
 from PySide6.QtCore import QObject, Signal
 
+from workbench.debug.adapter import SpareAdapters
 from workbench.debug.breakpoints import Breakpoint, BreakpointResult, DebugState, DebugStateStore
 from workbench.debug.errors import DebugError
 from workbench.debug.launches import AttachConfig, LaunchConfig
@@ -113,6 +114,7 @@ class DebugController(QObject):
         self._when_running: dict[DebugSession, Callable[[], None]] = {}
         self._after_stop: dict[DebugSession, Callable[[], None]] = {}
         self._stopped_by_user: set[DebugSession] = set()
+        self.spares = SpareAdapters()
 
     # --- sessions -----------------------------------------------------------------------------
 
@@ -234,7 +236,7 @@ class DebugController(QObject):
         return False
 
     def _start(self, config: LaunchConfig | AttachConfig) -> None:
-        session = DebugSession(config, list(self.state.breakpoints), self._bridge)
+        session = DebugSession(config, list(self.state.breakpoints), self._bridge, spares=self.spares)
         self._begin(session)
 
     def _begin(self, session: DebugSession) -> None:
@@ -274,7 +276,7 @@ class DebugController(QObject):
             self._begin(self._fresh(session))
 
     def _fresh(self, session: DebugSession) -> DebugSession:
-        return DebugSession(session.config, list(self.state.breakpoints), self._bridge)
+        return DebugSession(session.config, list(self.state.breakpoints), self._bridge, spares=self.spares)
 
     def stop(self) -> None:
         """End the program being debugged."""
@@ -294,6 +296,7 @@ class DebugController(QObject):
         for run in self._device_runs.values():
             run.close()  # the device stops the script when its link closes
         self._device_runs.clear()
+        self.spares.close()
 
     # --- controls -----------------------------------------------------------------------------
 
@@ -374,6 +377,8 @@ class DebugController(QObject):
             self.sig_breakpoints_changed.emit(path)
         self._set_state(ENDED)
         self.sig_ended.emit(end)
+        if not self._restart_pending:
+            self.prepare_adapter()  # for the next run, or a Restart
         if self._restart_pending and self.session is not None:
             self._restart_pending = False
             self._again(self.session)
@@ -443,9 +448,15 @@ class DebugController(QObject):
         self.state.replace_file(path, breakpoints)
         self._breakpoints_edited(str(Path(path)))
 
+    def prepare_adapter(self) -> None:
+        """Have debugpy's adapter waiting for the next Debug (started off the GUI thread)."""
+        if not self.active:
+            self.tasks.run("debug.spareAdapter", self.spares.prepare)
+
     def _breakpoints_edited(self, path: str) -> None:
         self.sig_breakpoints_changed.emit(path)
         self._save()
+        self.prepare_adapter()  # a breakpoint set: a Debug is likely to follow
         session = self.session
         if session is not None and self.active:
             self.call(session.set_breakpoints, path, self.state.in_file(path))
