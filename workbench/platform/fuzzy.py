@@ -101,7 +101,10 @@ def _match_piece(piece: str, text: str, lower: str, scattered: bool,
     chunks = _word_pieces(piece, lower, starts) if word_pieces else None
     if chunks is not None:
         where = tuple(i for start, size in chunks for i in range(start, start + size))
-        return WORD_PIECES + 20 * length - 30 * len(chunks) - min(chunks[0][0], 200), where, starts
+        # Fewer pieces, closer together ("data_loader" over "data_eval_loader"), and earlier win.
+        spread = chunks[-1][0] + chunks[-1][1] - chunks[0][0] - length
+        return (WORD_PIECES + 20 * length - 30 * len(chunks) - min(spread, 200) - min(chunks[0][0], 200),
+                where, starts)
     if first >= 0:
         return INSIDE_WORD + 20 * length - min(first, 200), tuple(range(first, first + length)), starts
     if not scattered:

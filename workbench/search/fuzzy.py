@@ -24,6 +24,9 @@ from workbench.search.file_index import FileList
 IN_FILE_NAME = 100_000
 """What matching a piece in the file name adds over matching it only with the folders."""
 
+REACHES_FILE_NAME = 500
+"""What a match with the folders adds when it ends in the file name."""
+
 APPROXIMATE_AFTER = 400
 """How many matches of a kind a key ranks exactly at most; beyond, the shortest paths."""
 
@@ -70,6 +73,8 @@ def score_path(query: str, path: str, lowered: str | None = None, name_start: in
         if found is None:
             return None
         total += found.score
+        if found.positions and found.positions[-1] >= name_start:
+            total += REACHES_FILE_NAME  # "model/conv" ending in conv.py, not in a folder
         positions.update(found.positions)
     return total - len(path), tuple(sorted(positions))
 

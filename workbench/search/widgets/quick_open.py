@@ -8,11 +8,10 @@ is there, so a key typed never waits for the disk.
 
 from __future__ import annotations
 
-from PySide6.QtCore import QAbstractListModel, QFileInfo, QModelIndex, QRect, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QFont, QFontMetrics, QIcon, QKeyEvent, QPainter
+from PySide6.QtCore import QAbstractListModel, QModelIndex, QRect, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import QFont, QFontMetrics, QKeyEvent, QPainter
 from PySide6.QtWidgets import (
     QAbstractItemView,
-    QFileIconProvider,
     QFrame,
     QLabel,
     QLineEdit,
@@ -24,6 +23,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workbench.qt.file_icons import FileIcons
 from workbench.search.file_index import FileIndex, FileList, RecentFiles
 from workbench.search.fuzzy import FileMatch, FileRanker, split_line_suffix
 
@@ -38,7 +38,7 @@ class FileMatchModel(QAbstractListModel):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.matches: list[FileMatch] = []
-        self._icons = FileTypeIcons()
+        self._icons = FileIcons()
 
     def set_matches(self, matches: list[FileMatch]) -> None:
         self.beginResetModel()
@@ -59,23 +59,6 @@ class FileMatchModel(QAbstractListModel):
         if role == MATCH_ROLE:
             return found
         return None
-
-
-class FileTypeIcons:
-    """The icon of each kind of file, as the Explorer shows it (the platform's file icons, by
-    suffix), looked up once per suffix."""
-
-    def __init__(self):
-        self._provider: QFileIconProvider | None = None
-        self._by_suffix: dict[str, QIcon] = {}
-
-    def icon_for(self, path: str) -> QIcon:
-        suffix = path.rpartition(".")[2].lower() if "." in path.rpartition("/")[2] else ""
-        if suffix not in self._by_suffix:
-            if self._provider is None:
-                self._provider = QFileIconProvider()
-            self._by_suffix[suffix] = self._provider.icon(QFileInfo(path.rpartition("/")[2]))
-        return self._by_suffix[suffix]
 
 
 class FileMatchDelegate(QStyledItemDelegate):
@@ -105,7 +88,7 @@ class FileMatchDelegate(QStyledItemDelegate):
             piece = found.path[start:end]
             painter.drawText(QRect(x, text_rect.top(), text_rect.right() - x, text_rect.height()),
                              Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, piece)
-            x += QFontMetrics(font).horizontalAdvance(piece)
+            x += painter.fontMetrics().horizontalAdvance(piece)
         folder = found.path[:name_start].rstrip("/")
         dim = option.palette.color(group if selected else option.palette.ColorRole.PlaceholderText)
         painter.setPen(dim)
@@ -115,8 +98,20 @@ class FileMatchDelegate(QStyledItemDelegate):
         if folder:
             folder_rect = QRect(x + 10, text_rect.top(), max(0, text_rect.right() - x - 10 - note_width),
                                 text_rect.height())
-            elided = QFontMetrics(plain).elidedText(folder, Qt.TextElideMode.ElideLeft, folder_rect.width())
-            painter.drawText(folder_rect, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, elided)
+            metrics = QFontMetrics(plain)
+            if metrics.horizontalAdvance(folder) <= folder_rect.width():
+                # It fits: the letters matched in the folders are bold too.
+                x = folder_rect.left()
+                for start, end, is_bold in _runs(folder, 0, marked):
+                    painter.setFont(bold if is_bold else plain)
+                    piece = folder[start:end]
+                    painter.drawText(QRect(x, text_rect.top(), folder_rect.right() - x, text_rect.height()),
+                                     Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, piece)
+                    x += painter.fontMetrics().horizontalAdvance(piece)
+                painter.setFont(plain)
+            else:
+                elided = metrics.elidedText(folder, Qt.TextElideMode.ElideLeft, folder_rect.width())
+                painter.drawText(folder_rect, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, elided)
         if right_note:
             painter.drawText(text_rect.adjusted(0, 0, -4, 0),
                              Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight, right_note)
@@ -128,8 +123,7 @@ class FileMatchDelegate(QStyledItemDelegate):
 
 
 def _runs(path: str, name_start: int, marked: set[int]) -> list[tuple[int, int, bool]]:
-    """The file name of ``path`` cut into (start, end, bold) runs; folder matches are not drawn
-    bold (the folder is drawn dimmed and elided after the name)."""
+    """``path`` from ``name_start`` on, cut into (start, end, bold) runs."""
     runs: list[tuple[int, int, bool]] = []
     for at in range(name_start, len(path)):
         is_bold = at in marked
