@@ -164,3 +164,14 @@ def test_a_devices_dock_the_saved_layout_does_not_know_joins_the_runs_tabs(open_
     first = layout
     again.close()
     assert layout_of(open_window(project)) == first  # and it stays there
+
+
+def test_a_first_open_takes_a_large_share_of_the_screen_but_never_less_than_1200_by_780():
+    from PySide6.QtCore import QSize
+
+    from workbench.ui.project_window import first_open_size
+
+    assert first_open_size(QSize(1920, 1040)) == QSize(1536, 884)  # 80 % by 85 % of a full-HD desktop
+    assert first_open_size(QSize(1366, 740)) == QSize(1200, 780)  # a small laptop: the smallest size
+    assert first_open_size(QSize(5120, 2800)) == QSize(2200, 1400)  # a huge screen: not all of it
+    assert first_open_size(None) == QSize(1200, 780)
