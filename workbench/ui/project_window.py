@@ -12,7 +12,7 @@ import base64
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import QByteArray, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QPalette
 from PySide6.QtWidgets import (
     QDockWidget,
@@ -54,6 +54,27 @@ from workbench.ui.menus import MenuBuilder
 from workbench.settings import Settings, SettingsError
 
 STATE_SAVE_DELAY_MS = 1000
+
+
+
+# A project window opened for the first time takes this share of the screen (VS Code and
+# Spyder open near-maximised): at 1200×780 the editor showed 24 lines.
+FIRST_OPEN_SHARE = (0.8, 0.85)
+FIRST_OPEN_SMALLEST = QSize(1200, 780)
+FIRST_OPEN_LARGEST = QSize(2200, 1400)
+
+
+def first_open_size(available: QSize | None) -> QSize:
+    """The size of a project window with no saved geometry on a screen whose available area is
+    ``available``: a large share of it, never below 1200×780 (the window manager fits a window
+    to a smaller screen)."""
+    if available is None or available.isEmpty():
+        return QSize(FIRST_OPEN_SMALLEST)
+    width = min(max(int(available.width() * FIRST_OPEN_SHARE[0]), FIRST_OPEN_SMALLEST.width()),
+                FIRST_OPEN_LARGEST.width())
+    height = min(max(int(available.height() * FIRST_OPEN_SHARE[1]), FIRST_OPEN_SMALLEST.height()),
+                 FIRST_OPEN_LARGEST.height())
+    return QSize(width, height)
 
 
 class ProjectWindow(QMainWindow):
@@ -598,7 +619,8 @@ class ProjectWindow(QMainWindow):
     def _restore_state(self) -> None:
         state = self._state_store.load()
         if not (state.geometry_b64 and self.restoreGeometry(QByteArray(base64.b64decode(state.geometry_b64)))):
-            self.resize(1200, 780)
+            self.resize(first_open_size(self.screen().availableGeometry().size()
+                                        if self.screen() is not None else None))
         # The docks there are now (the Explorer) take their places at once; the capabilities'
         # docks come after the first paint, and then the whole saved layout is restored.
         self.dock_layout.load(state.dock_state_b64, state.front_docks)
