@@ -60,3 +60,30 @@ def test_quit_workbench_is_in_the_welcome_windows_file_menu(qtbot, tmp_path):
     assert window.menus.actions["workbench.quit"].shortcut().toString() == "Ctrl+Q"
     with qtbot.waitSignal(window.sig_quit_requested):
         window.commands.execute("workbench.quit")
+
+
+def test_open_windows_are_grouped_by_project_and_tool_windows_named_by_tool_and_model(qtbot, tmp_path):
+    window = WelcomeWindow(RecentProjects(tmp_path / "config"))
+    qtbot.addWidget(window)
+    window.set_windows([
+        {"window_id": "t1", "pid": 11, "kind": "tool", "project": "/p/digits", "state": "ready",
+         "title": "Quantize — runs/r1/outputs/model.onnx"},
+        {"window_id": "w2", "pid": 12, "kind": "project", "project": "/p/notes", "state": "ready"},
+        {"window_id": "t2", "pid": 13, "kind": "tool", "project": "/p/digits", "state": "ready",
+         "title": "Inspect — runs/r1/outputs/model.onnx"},
+        {"window_id": "w1", "pid": 14, "kind": "project", "project": "/p/digits", "state": "ready"},
+        {"window_id": "t3", "pid": 15, "kind": "tool", "project": None, "state": "starting", "title": ""},
+    ])
+    assert window.describe()["windows"] == [
+        "digits — /p/digits",
+        "    Project window · ready",
+        "    Inspect — runs/r1/outputs/model.onnx · ready",
+        "    Quantize — runs/r1/outputs/model.onnx · ready",
+        "notes — /p/notes",
+        "    Project window · ready",
+        "Without a project",
+        "    Tool window · starting",
+    ]
+    window.windows_list.setCurrentRow(0)  # a heading cannot be chosen
+    assert window.windows_list.currentItem() is None or window._selected_window() is None
+    assert not window.reopen_button.isEnabled()

@@ -178,18 +178,21 @@ class WelcomeWindow(QMainWindow):
         self.recent_list.setVisible(bool(self.recent_list.count()))
 
     def set_windows(self, windows: list[dict]) -> None:
-        """Show the hub's registry entries (as ``WindowEntry.to_json`` gives them)."""
+        """Show the hub's registry entries (as ``WindowEntry.to_json`` gives them), grouped by
+        project: a heading per project, then its project window and its tool windows by name."""
         self.windows_list.clear()
-        for entry in windows:
-            name = Path(entry["project"]).name if entry.get("project") else entry.get("kind", "")
-            state = entry.get("state", "")
-            text = f"{name}    pid {entry.get('pid')}    {state}"
-            item = QListWidgetItem(text)
-            item.setData(WINDOW_ROLE, entry)
-            if state == messages.STATE_CRASHED:
-                item.setForeground(CRASHED_COLOR)
-                item.setText(text + " (unsaved edits are kept: Reopen)")
-            self.windows_list.addItem(item)
+        for project, entries in _grouped_by_project(windows):
+            self._add_heading_item(project)
+            for entry in entries:
+                state = entry.get("state", "")
+                text = f"    {_window_name(entry)} · {state}"
+                item = QListWidgetItem(text)
+                item.setToolTip(f"{entry.get('kind', 'window')} window, process {entry.get('pid')}")
+                item.setData(WINDOW_ROLE, entry)
+                if state == messages.STATE_CRASHED:
+                    item.setForeground(CRASHED_COLOR)
+                    item.setText(text + " (unsaved edits are kept: Reopen)")
+                self.windows_list.addItem(item)
         self.windows_list.setVisible(bool(windows))
         self.no_windows.setVisible(not windows)
         # A crash stops being news once its entry is gone (its project was opened again) or is
@@ -202,10 +205,21 @@ class WelcomeWindow(QMainWindow):
 
     def offer_reopen(self, entry: dict) -> None:
         """Say that a window ended without closing and select it, ready to reopen."""
+    def _add_heading_item(self, project: str | None) -> None:
+        from PySide6.QtCore import Qt
+
+        heading = QListWidgetItem(f"{Path(project).name} — {project}" if project else "Without a project")
+        heading.setFlags(Qt.ItemFlag.NoItemFlags)  # a heading: not selectable, not a window
+        font = heading.font()
+        font.setBold(True)
+        heading.setFont(font)
+        self.windows_list.addItem(heading)
+
         self._crashes[entry.get("window_id")] = entry
         self._show_crashes()
         for row in range(self.windows_list.count()):
-            if self.windows_list.item(row).data(WINDOW_ROLE).get("window_id") == entry.get("window_id"):
+            shown = self.windows_list.item(row).data(WINDOW_ROLE)
+            if shown and shown.get("window_id") == entry.get("window_id"):
                 self.windows_list.setCurrentRow(row)
 
     def _show_crashes(self) -> None:
@@ -273,7 +287,7 @@ class WelcomeWindow(QMainWindow):
 
     def _window_activated(self, item: QListWidgetItem) -> None:
         entry = item.data(WINDOW_ROLE)
-        if entry.get("state") == messages.STATE_CRASHED:
+        if entry and entry.get("state") == messages.STATE_CRASHED:
             self.sig_reopen_window.emit(entry["window_id"])
         elif entry.get("project"):
             self.sig_open_project.emit(entry["project"])  # focuses the running window
@@ -281,3 +295,23 @@ class WelcomeWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         event.accept()
         self.sig_closed.emit()
+
+
+def _grouped_by_project(windows: list[dict]) -> list[tuple[str | None, list[dict]]]:
+    """(project, its windows) by project name, windows without a project last; in each, the
+    project window first, then the tool windows by name."""
+    groups: dict[str | None, list[dict]] = {}
+    for entry in windows:
+        groups.setdefault(entry.get("project") or None, []).append(entry)
+    ordered = sorted(groups.items(), key=lambda group: (group[0] is None, Path(group[0] or "").name.lower(),
+                                                         group[0] or ""))
+    return [(project, sorted(entries, key=lambda e: (e.get("kind") != messages.KIND_PROJECT,
+                                                      _window_name(e).lower())))
+            for project, entries in ordered]
+
+
+def _window_name(entry: dict) -> str:
+    """"Project window", or a tool window's title ("Quantize — runs/…/model.onnx")."""
+    if entry.get("kind") == messages.KIND_PROJECT:
+        return "Project window"
+    return entry.get("title") or f"{str(entry.get('kind', 'window')).capitalize()} window"
