@@ -344,3 +344,42 @@ def test_the_compare_window_is_titled_by_how_many_models_it_compares(qtbot, four
     assert window.windowTitle() == "Compare — 4 models"
     qtbot.wait(10)
     screenshot(window, "tool-form-compare-list")
+
+
+def test_compares_reference_is_chosen_among_its_models_in_the_window(qtbot, tmp_path, four_models):
+    from workbench.modeltools.compare import SPEC as COMPARE
+
+    fp32, int8, pruned, _fp16 = four_models
+    form = make_form(qtbot, base=tmp_path, spec=COMPARE)
+    form.set_values({"models": [str(fp32), str(int8), str(pruned)]})
+    reference = form.fields["reference"].editor
+    offered = [reference.itemText(i) for i in range(reference.count())]
+    assert offered == ["(the first of models)", "fp32.onnx", "int8.onnx", "pruned.onnx"]
+    assert form.fields["reference"].browse is None
+    assert form.values().get("reference") is None and shown_rows(form)[0] == "fp32.onnx   (reference)"
+
+    reference.setCurrentIndex(offered.index("pruned.onnx"))
+    assert form.values()["reference"] == str(pruned)
+    assert shown_rows(form) == ["fp32.onnx", "int8.onnx", "pruned.onnx   (reference)"]
+    form.set_values({"models": [str(pruned), str(fp32)]})  # the choice stays while it is listed
+    assert reference.currentText() == "pruned.onnx"
+    form.set_values({"models": [str(fp32), str(int8)]})  # gone from the list: still the choice, shown
+    assert form.values()["reference"] == str(pruned) and reference.currentText() == "pruned.onnx"
+
+
+def test_no_text_of_a_tool_window_names_a_command_line_flag(qtbot, tmp_path):
+    import re
+
+    from PySide6.QtWidgets import QLabel
+
+    from workbench.modeltools.registry import all_tools
+    from workbench.modeltools.widgets.tool_window import ToolWindow
+
+    for spec in all_tools().values():
+        window = ToolWindow(spec)
+        qtbot.addWidget(window)
+        texts = [label.text() for label in window.findChildren(QLabel)]
+        texts += [w.toolTip() for w in window.form.findChildren(QLabel)]
+        texts += [field.editor.toolTip() for field in window.form.fields.values()]
+        flags = [t for t in texts if re.search(r"(?<![\w-])--[a-z]", t)]
+        assert flags == [], f"{spec.name}: {flags}"

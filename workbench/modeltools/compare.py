@@ -35,7 +35,7 @@ SPEC = ToolSpec(
               minimum=2, suffixes=MODEL_SUFFIXES),
         Param("reference", "path", "The model the others are measured against (default: the "
               "first one given; a file not among the models is added first).",
-              suffixes=MODEL_SUFFIXES),
+              suffixes=MODEL_SUFFIXES, one_of="models"),
         Param("data", "path", "Evaluation data as .npz with arrays x (inputs) and y (labels, "
               "optional). Default: the project's dataset.", suffixes=(".npz",), group="Data"),
         Param("split", "choice", "Which split of the project's dataset to evaluate on.",

@@ -44,6 +44,8 @@ class Param:
     suffixes: tuple[str, ...] = ()
     short: str = ""
     is_output: bool = False
+    one_of: str = ""
+    """For a path: the list-of-paths parameter it names one of (the form offers those files)."""
 
     def __post_init__(self):
         if self.type not in PARAM_TYPES:
@@ -195,6 +197,25 @@ class ToolSpec:
         return {"name": self.name, "title": self.title, "summary": self.summary,
                 "params": [p.to_json() for p in self.params], "stages": list(self.stages),
                 "applies_to": list(self.applies_to), "plugin": self.plugin}
+
+
+_FLAG = re.compile(r"(?<![\w-])--(no-)?([a-z][a-z0-9-]*)")
+
+
+def in_window_words(text: str, spec: "ToolSpec") -> str:
+    """``text`` (a parameter's help, an error) as a tool window says it: each ``--flag`` of
+    ``spec`` becomes its field's name in quotes ("--input-shape" → "“Input shape”", "--no-simplify"
+    → "“Simplify” off"); a flag the tool does not have is left as it is."""
+    titles = {param.flag[2:]: param.title for param in spec.params}
+
+    def field(match: re.Match) -> str:
+        negated, name = match.group(1), match.group(2)
+        title = titles.get(name)
+        if title is None:
+            return match.group(0)
+        return f"“{title}” off" if negated else f"“{title}”"
+
+    return _FLAG.sub(field, text)
 
 
 def parse_input_shape(items: list[str] | None, flag: str = "--input-shape") -> tuple[int, ...] | None:

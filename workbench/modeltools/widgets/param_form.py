@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
 
 from workbench.modeltools.errors import ModelToolError
 from workbench.modeltools.model_index import name_in_project
-from workbench.modeltools.params import Param, ToolSpec
+from workbench.modeltools.params import Param, ToolSpec, in_window_words
 from workbench.modeltools.widgets.path_list import PathListEditor
 from workbench.modeltools.widgets.scrolling import WheelGuard
 
@@ -95,7 +95,8 @@ class ParamField:
         self.form = form
         self.param = param
         self.label = QLabel(param.title if param.type != "bool" else "")
-        self.label.setToolTip(param.help)
+        self.help = in_window_words(param.help, form.spec)  # the fields' names, not the CLI's flags
+        self.label.setToolTip(self.help)
         self.label.setObjectName(f"label-{param.name}")
         self.container = QWidget()
         self.container.setObjectName(f"field-{param.name}")
@@ -104,7 +105,7 @@ class ParamField:
         column.setSpacing(2)
         self.editor = self._make_editor()
         self.editor.setObjectName(f"editor-{param.name}")
-        self.editor.setToolTip(param.help)
+        self.editor.setToolTip(self.help)
         row = QHBoxLayout()
         row.setContentsMargins(0, 0, 0, 0)
         row.setSpacing(6)
@@ -116,14 +117,14 @@ class ParamField:
         else:
             row.addWidget(self.editor, 1)
         self.browse: QPushButton | None = None
-        if param.type == "path":
+        if param.type == "path" and not param.one_of:
             self.browse = QPushButton("Browse…")
             self.browse.setObjectName(f"browse-{param.name}")
             self.browse.setToolTip("Choose the file")
             self.browse.clicked.connect(self._browse)
             row.addWidget(self.browse)
         column.addLayout(row)
-        self.hint = QLabel(param.help)
+        self.hint = QLabel(self.help)
         self.hint.setObjectName(f"hint-{param.name}")
         self.hint.setWordWrap(True)
         self.hint.setStyleSheet(HINT_STYLE)
@@ -146,6 +147,15 @@ class ParamField:
             editor.toggled.connect(self.form._changed)
             return editor
         if param.type == "choice":
+        if param.type == "path" and param.one_of:
+            # One of the files another parameter lists (Compare's reference among its models):
+            # chosen in the window, never left to the order the files were picked in.
+            editor = QComboBox()
+            editor.addItem(f"(the first of {self._one_of_title()})", None)
+            editor.setMinimumWidth(320)
+            editor.currentIndexChanged.connect(self.form._changed)
+            self.form.wheel_guard.guard(editor)
+            return editor
             editor = QComboBox()
             if param.default is None and not param.required:
                 editor.addItem("(tool's choice)", None)
@@ -156,7 +166,7 @@ class ParamField:
             self.form.wheel_guard.guard(editor)
             return editor
         if param.type == "paths":
-            editor = PathListEditor(param.help)
+            editor = PathListEditor(self.help)
             editor.ask_files = self._ask_files
             editor.shown_name = self._shown_name
             editor.exists = lambda path: self.form.absolute(Path(path)).exists()
@@ -230,6 +240,27 @@ class ParamField:
                 self.set(chosen)
 
     def _shown_name(self, path: str) -> str:
+    def _one_of_title(self) -> str:
+        other = next((p for p in self.form.spec.params if p.name == self.param.one_of), None)
+        return other.title.lower() if other is not None else self.param.one_of
+
+    def offer(self, paths: list[str]) -> None:
+        """The files a ``one_of`` parameter chooses among: ``paths``, the choice kept while it
+        is still one of them (or was a file of its own)."""
+        editor = self.editor
+        chosen = editor.currentData()
+        blocker = _Blocker(editor)
+        try:
+            while editor.count() > 1:
+                editor.removeItem(1)
+            for path in paths:
+                editor.addItem(self._shown_name(path), path)
+            if chosen and editor.findData(chosen) < 0:
+                editor.addItem(self._shown_name(chosen), chosen)
+            editor.setCurrentIndex(max(editor.findData(chosen), 0) if chosen else 0)
+        finally:
+            blocker.release()
+
         """A file of a list as the project names it (the whole path outside a project)."""
         if self.form.base_dir is None:
             return path
@@ -253,7 +284,7 @@ class ParamField:
             return editor.paths() or None
         if kind == "bool":
             return editor.isChecked()
-        if kind == "choice":
+        if kind == "choice" or self.param.one_of:
             return editor.currentData()
         if kind in ("int", "float"):
             if self.optional_number and editor.value() == editor.minimum():
@@ -272,6 +303,10 @@ class ParamField:
                 index = 0 if value is None else editor.findText(str(value))
                 editor.setCurrentIndex(max(index, 0))
             elif kind == "paths":
+            elif self.param.one_of:
+                if value and editor.findData(str(value)) < 0:
+                    editor.addItem(self._shown_name(str(value)), str(value))  # a file not among them
+                editor.setCurrentIndex(max(editor.findData(str(value)) if value else 0, 0))
                 items = value if isinstance(value, (list, tuple)) else str(value or "").split(",")
                 editor.set_paths([str(v).strip() for v in items if str(v).strip()])
             elif kind in ("int", "float"):
@@ -529,6 +564,7 @@ class ParamForm(QWidget):
         self.form_error.setVisible(bool(problems.get("")))
         self._mark_reference()
         valid = not problems
+        self._offer_files()
         if valid != self._valid:
             self._valid = valid
             self.sig_validity_changed.emit(valid)
@@ -548,6 +584,13 @@ class ParamForm(QWidget):
 
     def _mark_reference(self) -> None:
         """Tag the file of a list that the others are measured against: the one the reference
+    def _offer_files(self) -> None:
+        """Each ``one_of`` parameter offers the files its list holds now."""
+        for field in self.fields.values():
+            listed = self.fields.get(field.param.one_of) if field.param.one_of else None
+            if listed is not None:
+                field.offer(list(listed.get() or []))
+
         parameter names, else the first."""
         reference = self.fields.get(REFERENCE_PARAM)
         if reference is None or reference.param.type != "path":

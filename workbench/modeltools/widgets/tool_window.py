@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.modeltools.model_index import is_model_file, name_in_project
-from workbench.modeltools.params import ToolInvocation, ToolSpec
+from workbench.modeltools.params import ToolInvocation, ToolSpec, in_window_words
 from workbench.modeltools.report import ToolReport
 from workbench.modeltools.widgets.invocation_text import command_line, summary
 from workbench.modeltools.widgets.job_runner import CANCELLED, FAILED, SUCCEEDED, JobRunner
@@ -202,7 +202,7 @@ class ToolWindow(QMainWindow):
         font.setPointSizeF(font.pointSizeF() + 4)
         font.setWeight(QFont.Weight.DemiBold)
         heading.setFont(font)
-        tool_summary = QLabel(spec.summary)
+        tool_summary = QLabel(in_window_words(spec.summary, spec))
         tool_summary.setObjectName("tool-summary")
         tool_summary.setWordWrap(True)
         tool_summary.setStyleSheet("color: #5f6b7a;")
@@ -463,6 +463,8 @@ class ToolWindow(QMainWindow):
             self._update_title()
             return
         self.error_message = message
+        # The window names its fields where the message names the command line's flags.
+        message = in_window_words(message, self.spec)
         self.progress.setValue(0)
         ending = "cancelled" if outcome == CANCELLED else "failed"
         self.progress.setFormat(ending.capitalize())
