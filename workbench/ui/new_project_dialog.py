@@ -30,12 +30,12 @@ class NewProjectDialog(QDialog):
         self.setWindowTitle("New Project from Template")
         self.created_project: Path | None = None
         self.templates = QListWidget()
-        for info in list_templates():
         # Descriptions wrap to the list's width and are read whole, never scrolled sideways.
         self.templates.setWordWrap(True)
         self.templates.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.templates.setResizeMode(QListWidget.ResizeMode.Adjust)
         self.templates.setSpacing(2)
+        for info in list_templates():
             item = QListWidgetItem(f"{info.title}\n{info.description}")
             item.setData(Qt.ItemDataRole.UserRole, info.name)
             self.templates.addItem(item)

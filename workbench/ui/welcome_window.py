@@ -203,8 +203,6 @@ class WelcomeWindow(QMainWindow):
         self.refresh_recent()
         self._update_reopen_button()
 
-    def offer_reopen(self, entry: dict) -> None:
-        """Say that a window ended without closing and select it, ready to reopen."""
     def _add_heading_item(self, project: str | None) -> None:
         from PySide6.QtCore import Qt
 
@@ -215,6 +213,8 @@ class WelcomeWindow(QMainWindow):
         heading.setFont(font)
         self.windows_list.addItem(heading)
 
+    def offer_reopen(self, entry: dict) -> None:
+        """Say that a window ended without closing and select it, ready to reopen."""
         self._crashes[entry.get("window_id")] = entry
         self._show_crashes()
         for row in range(self.windows_list.count()):
@@ -295,7 +295,6 @@ class WelcomeWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         event.accept()
         self.sig_closed.emit()
-
 
 def _grouped_by_project(windows: list[dict]) -> list[tuple[str | None, list[dict]]]:
     """(project, its windows) by project name, windows without a project last; in each, the

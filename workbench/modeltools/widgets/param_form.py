@@ -94,8 +94,8 @@ class ParamField:
     def __init__(self, form: "ParamForm", param: Param):
         self.form = form
         self.param = param
-        self.label = QLabel(param.title if param.type != "bool" else "")
         self.help = in_window_words(param.help, form.spec)  # the fields' names, not the CLI's flags
+        self.label = QLabel(param.title if param.type != "bool" else "")
         self.label.setToolTip(self.help)
         self.label.setObjectName(f"label-{param.name}")
         self.container = QWidget()
@@ -146,7 +146,6 @@ class ParamField:
             editor = QCheckBox(param.title)
             editor.toggled.connect(self.form._changed)
             return editor
-        if param.type == "choice":
         if param.type == "path" and param.one_of:
             # One of the files another parameter lists (Compare's reference among its models):
             # chosen in the window, never left to the order the files were picked in.
@@ -156,6 +155,7 @@ class ParamField:
             editor.currentIndexChanged.connect(self.form._changed)
             self.form.wheel_guard.guard(editor)
             return editor
+        if param.type == "choice":
             editor = QComboBox()
             if param.default is None and not param.required:
                 editor.addItem("(tool's choice)", None)
@@ -239,7 +239,6 @@ class ParamField:
             if chosen:
                 self.set(chosen)
 
-    def _shown_name(self, path: str) -> str:
     def _one_of_title(self) -> str:
         other = next((p for p in self.form.spec.params if p.name == self.param.one_of), None)
         return other.title.lower() if other is not None else self.param.one_of
@@ -261,6 +260,7 @@ class ParamField:
         finally:
             blocker.release()
 
+    def _shown_name(self, path: str) -> str:
         """A file of a list as the project names it (the whole path outside a project)."""
         if self.form.base_dir is None:
             return path
@@ -302,11 +302,11 @@ class ParamField:
             elif kind == "choice":
                 index = 0 if value is None else editor.findText(str(value))
                 editor.setCurrentIndex(max(index, 0))
-            elif kind == "paths":
             elif self.param.one_of:
                 if value and editor.findData(str(value)) < 0:
                     editor.addItem(self._shown_name(str(value)), str(value))  # a file not among them
                 editor.setCurrentIndex(max(editor.findData(str(value)) if value else 0, 0))
+            elif kind == "paths":
                 items = value if isinstance(value, (list, tuple)) else str(value or "").split(",")
                 editor.set_paths([str(v).strip() for v in items if str(v).strip()])
             elif kind in ("int", "float"):
@@ -562,9 +562,9 @@ class ParamForm(QWidget):
                 self.show_advanced(True)
         self.form_error.setText(problems.get("", ""))
         self.form_error.setVisible(bool(problems.get("")))
+        self._offer_files()
         self._mark_reference()
         valid = not problems
-        self._offer_files()
         if valid != self._valid:
             self._valid = valid
             self.sig_validity_changed.emit(valid)
@@ -582,8 +582,6 @@ class ParamForm(QWidget):
         listed = [self.absolute(Path(p)) for p in field.editor.paths()]
         return int(self.absolute(Path(chosen)) not in listed)
 
-    def _mark_reference(self) -> None:
-        """Tag the file of a list that the others are measured against: the one the reference
     def _offer_files(self) -> None:
         """Each ``one_of`` parameter offers the files its list holds now."""
         for field in self.fields.values():
@@ -591,6 +589,8 @@ class ParamForm(QWidget):
             if listed is not None:
                 field.offer(list(listed.get() or []))
 
+    def _mark_reference(self) -> None:
+        """Tag the file of a list that the others are measured against: the one the reference
         parameter names, else the first."""
         reference = self.fields.get(REFERENCE_PARAM)
         if reference is None or reference.param.type != "path":
