@@ -10,6 +10,7 @@ from PySide6.QtCore import Qt
 
 from tests.project_files import write_project_file
 from tests.project_windows import open_with_capabilities
+from workbench.search.widgets.find_panel import row_markup
 
 TIMEOUT_MS = 30_000
 
@@ -50,7 +51,7 @@ def shown(panel) -> dict[str, list[str]]:
     listed = {}
     for i in range(tree.topLevelItemCount()):
         item = tree.topLevelItem(i)
-        listed[item.text(0)] = [item.child(j).data(0, Qt.ItemDataRole.UserRole + 1) for j in range(item.childCount())]
+        listed[item.text(0)] = [row_markup(item.child(j)) for j in range(item.childCount())]
     return listed
 
 
@@ -116,7 +117,7 @@ def test_replace_previews_every_change_then_replaces_the_ticked_ones_and_undo_re
     tree = panel.preview_tree
     notes = next(tree.topLevelItem(i) for i in range(tree.topLevelItemCount())
                  if tree.topLevelItem(i).text(0).startswith("notes.md"))
-    assert "<s>learning_rate</s>" in notes.child(0).data(0, Qt.ItemDataRole.UserRole + 1)
+    assert "<s>learning_rate</s>" in row_markup(notes.child(0))
     notes.setCheckState(0, Qt.CheckState.Unchecked)
     assert panel.apply_button.text() == "Replace 4 in 2 files"
     assert {p: p.read_bytes() for p in before} == before  # the preview wrote nothing

@@ -9,6 +9,7 @@ writes the files that are still as they were, and can be undone.
 from __future__ import annotations
 
 import html
+import os
 from pathlib import Path
 from typing import Callable
 
@@ -52,10 +53,12 @@ from workbench.search.ripgrep import (
     split_globs,
 )
 
-HTML_ROLE = Qt.ItemDataRole.UserRole + 1
-PLACE_ROLE = Qt.ItemDataRole.UserRole
-EDIT_ROLE = Qt.ItemDataRole.UserRole + 2
+PLACE_ROLE = Qt.ItemDataRole.UserRole  # a result file's path
+HTML_ROLE = Qt.ItemDataRole.UserRole + 1  # a row's rich text
+EDIT_ROLE = Qt.ItemDataRole.UserRole + 2  # a preview row's (path, index) of its change
+LINE_ROLE = Qt.ItemDataRole.UserRole + 3  # a result row's LineMatch, made into rich text when painted
 TYPING_PAUSE_MS = 300
+DOCUMENT_CACHE_SIZE = 400
 # Text shown of a long line before its first match; the rest of a line past this many
 # characters is cut, as VS Code cuts minified files.
 PREVIEW_LEAD = 40
@@ -94,16 +97,27 @@ def _change_html(line_text: str, start: int, end: int, new_text: str, line: int)
     return f'<span style="color:gray">{line}</span>&nbsp;&nbsp;{text}'
 
 
+def row_markup(index) -> str | None:
+    """The rich text of a row (a QModelIndex or a QTreeWidgetItem): a result line's is made
+    when it is first painted, so listing thousands of results costs no HTML until seen."""
+    data = index.data(HTML_ROLE) if hasattr(index, "model") else index.data(0, HTML_ROLE)
+    if data:
+        return data
+    line = index.data(LINE_ROLE) if hasattr(index, "model") else index.data(0, LINE_ROLE)
+    return _line_html(line) if line is not None else None
+
+
 class _HtmlDelegate(QStyledItemDelegate):
     """Draws an item's HTML_ROLE text as rich text (the highlighted matches), else its text."""
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self._document = QTextDocument()
-        self._document.setDocumentMargin(0)
+        # Laid-out documents of the rows painted lately: a scroll or a new batch of results
+        # repaints the same rows, and laying out HTML is the dearest part of painting one.
+        self._documents: dict[tuple[str, bool], QTextDocument] = {}
 
     def paint(self, painter, option, index) -> None:
-        markup = index.data(HTML_ROLE)
+        markup = row_markup(index)
         if not markup:
             super().paint(painter, option, index)
             return
@@ -113,8 +127,7 @@ class _HtmlDelegate(QStyledItemDelegate):
         style = options.widget.style() if options.widget else QStyle()
         style.drawControl(QStyle.ControlElement.CE_ItemViewItem, options, painter, options.widget)
         text_rect = style.subElementRect(QStyle.SubElement.SE_ItemViewItemText, options, options.widget)
-        self._document.setDefaultFont(options.font)
-        self._document.setHtml(markup)
+        document = self._document(markup, options)
         painter.save()
         painter.translate(text_rect.topLeft())
         painter.setClipRect(QRectF(0, 0, text_rect.width(), text_rect.height()))
@@ -122,10 +135,23 @@ class _HtmlDelegate(QStyledItemDelegate):
         selected = bool(options.state & QStyle.StateFlag.State_Selected)
         role = QPalette.ColorRole.HighlightedText if selected else QPalette.ColorRole.Text
         context.palette.setColor(QPalette.ColorRole.Text, options.palette.color(role))
-        offset = (text_rect.height() - self._document.size().height()) / 2
+        offset = (text_rect.height() - document.size().height()) / 2
         painter.translate(0, max(0.0, offset))
-        self._document.documentLayout().draw(painter, context)
+        document.documentLayout().draw(painter, context)
         painter.restore()
+
+    def _document(self, markup: str, options: QStyleOptionViewItem) -> QTextDocument:
+        key = (markup, options.font.bold())
+        document = self._documents.get(key)
+        if document is None:
+            if len(self._documents) >= DOCUMENT_CACHE_SIZE:
+                self._documents.clear()
+            document = QTextDocument()
+            document.setDocumentMargin(0)
+            document.setDefaultFont(options.font)
+            document.setHtml(markup)
+            self._documents[key] = document
+        return document
 
     def sizeHint(self, option, index) -> QSize:
         hint = super().sizeHint(option, index)
@@ -336,24 +362,26 @@ class FindInFilesPanel(QWidget):
     def _show_files(self, search_id: int, batch: list[FileMatches]) -> None:
         if search_id != self._search_id:
             return  # a late batch of a search replaced since
-        self.results_tree.setUpdatesEnabled(False)
+        tree = self.results_tree
+        tree.setUpdatesEnabled(False)
+        # Thousands of files may come in one search: the items are made with as few calls
+        # into Qt as can be, and added to the tree in one go.
+        bold = self._bold_font
+        root = f"{self.root}{os.sep}"
+        file_items = []
         for found in batch:
             self.results.append(found)
             file_item = QTreeWidgetItem([f"{found.path}  ({found.match_count})"])
-            file_item.setToolTip(0, str(self.root / found.path))
-            file_item.setData(0, PLACE_ROLE, (found.path, 1, 1))
-            font = file_item.font(0)
-            font.setBold(True)
-            file_item.setFont(0, font)
+            file_item.setToolTip(0, root + found.path)
+            file_item.setFont(0, bold)
+            file_item.setData(0, PLACE_ROLE, found.path)
             for line in found.lines:
-                column = line.submatches[0].start + 1 if line.submatches else 1
-                item = QTreeWidgetItem(file_item)
-                item.setData(0, HTML_ROLE, _line_html(line))
-                item.setData(0, PLACE_ROLE, (found.path, line.line, column))
-                item.setToolTip(0, f"{found.path}:{line.line}")
-            self.results_tree.addTopLevelItem(file_item)
+                QTreeWidgetItem(file_item).setData(0, LINE_ROLE, line)
+            file_items.append(file_item)
+        tree.addTopLevelItems(file_items)
+        for file_item in file_items:
             file_item.setExpanded(True)
-        self.results_tree.setUpdatesEnabled(True)
+        tree.setUpdatesEnabled(True)
         if self.searching:
             self._say(f"Searching… {self._counts()}")
         self.sig_results_shown.emit(len(self.results))
@@ -409,10 +437,17 @@ class FindInFilesPanel(QWidget):
         """What the status line says, as plain text."""
         return self._status_plain
 
+    @property
+    def _bold_font(self):
+        font = self.results_tree.font()
+        font.setBold(True)
+        return font
+
     def _go_to(self, item: QTreeWidgetItem, _column: int = 0) -> None:
-        place = item.data(0, PLACE_ROLE)
-        if place and item.parent() is not None:
-            self._open_file(self.root / place[0], place[1], place[2])
+        line = item.data(0, LINE_ROLE)
+        if line is not None and item.parent() is not None:
+            column = line.submatches[0].start + 1 if line.submatches else 1
+            self._open_file(self.root / item.parent().data(0, PLACE_ROLE), line.line, column)
 
     def _update_buttons(self) -> None:
         self.cancel_button.setVisible(self.searching)
@@ -445,7 +480,7 @@ class FindInFilesPanel(QWidget):
         tree.clear()
         for change in plan.files:
             file_item = QTreeWidgetItem([f"{change.path}  ({len(change.edits)})"])
-            file_item.setData(0, PLACE_ROLE, (change.path, -1))
+            file_item.setData(0, PLACE_ROLE, change.path)
             font = file_item.font(0)
             font.setBold(True)
             file_item.setFont(0, font)
