@@ -65,7 +65,7 @@ def test_ctrl_shift_f_shows_the_dock_and_results_grouped_by_file_with_matches_hi
     assert (summary.files, summary.matches) == (3, 5)
     listed = shown(panel)
     assert set(listed) == {"train.py  (2)", "model/net.py  (2)", "notes.md  (1)"}
-    assert listed["notes.md  (1)"] == ['<span style="color:gray">1</span>&nbsp;&nbsp;Tune the '
+    assert listed["notes.md  (1)"] == ['<span style="color:#6e6e6e">1</span>&nbsp;&nbsp;Tune the '
                                        '<span style="background:#fde68a">learning_rate</span> first.']
     assert panel.status_text() == "5 results in 3 files."
 
@@ -178,3 +178,18 @@ def test_a_long_search_can_be_cancelled_and_keeps_what_it_found(qtbot, window, p
     kept = panel.results_tree.topLevelItemCount()
     assert kept == len(panel.results) >= 1
 
+
+
+def test_the_highlights_follow_the_theme(qtbot, window):
+    from workbench.qt import theme
+
+    panel = panel_of(window)
+    search(qtbot, panel, "first")
+    row = panel.results_tree.topLevelItem(0).child(0)
+    assert theme.colour("FIND_MATCH", theme.LIGHT) in row_markup(row)
+    try:
+        theme.apply_theme(theme.DARK)
+        assert theme.colour("FIND_MATCH", theme.DARK) in row_markup(row)
+        assert theme.colour("FIND_MATCH", theme.LIGHT) not in row_markup(row)
+    finally:
+        theme.apply_theme(theme.LIGHT)

@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workbench.qt.theme import FIND_MATCH
+from workbench.qt import theme
 from workbench.search.replace import (
     FileUndo,
     ReplaceError,
@@ -63,14 +63,12 @@ DOCUMENT_CACHE_SIZE = 400
 # characters is cut, as VS Code cuts minified files.
 PREVIEW_LEAD = 40
 PREVIEW_LENGTH = 250
-REMOVED_COLOUR = "#f8c8c8"
-ADDED_COLOUR = "#c8ecc8"
-ERROR_COLOUR = "#c42b1c"
 
 
 def _line_html(line: LineMatch) -> str:
     """The line's number and text, each match highlighted, long lines cut around the matches."""
     first = line.submatches[0].start if line.submatches else 0
+    match_colour = theme.colour("FIND_MATCH")
     begin = max(0, first - PREVIEW_LEAD)
     end = min(len(line.text), begin + PREVIEW_LENGTH)
     pieces, position = [], begin
@@ -78,11 +76,12 @@ def _line_html(line: LineMatch) -> str:
         if sub.start >= end:
             break
         pieces.append(html.escape(line.text[position:sub.start]))
-        pieces.append(f'<span style="background:{FIND_MATCH}">{html.escape(line.text[sub.start:min(sub.end, end)])}</span>')
+        pieces.append(f'<span style="background:{match_colour}">{html.escape(line.text[sub.start:min(sub.end, end)])}</span>')
         position = min(sub.end, end)
     pieces.append(html.escape(line.text[position:end]))
     text = "".join(pieces).lstrip() if begin == 0 else "…" + "".join(pieces)
-    return f'<span style="color:gray">{line.line}</span>&nbsp;&nbsp;{text}{"…" if end < len(line.text) else ""}'
+    return (f'<span style="color:{theme.colour("MUTED_TEXT")}">{line.line}</span>&nbsp;&nbsp;{text}'
+            f'{"…" if end < len(line.text) else ""}')
 
 
 def _change_html(line_text: str, start: int, end: int, new_text: str, line: int) -> str:
@@ -91,10 +90,10 @@ def _change_html(line_text: str, start: int, end: int, new_text: str, line: int)
     stop = min(len(line_text), end + PREVIEW_LENGTH - PREVIEW_LEAD)
     before = html.escape(line_text[begin:start])
     text = (("…" if begin else "") + (before.lstrip() if not begin else before)
-            + f'<span style="background:{REMOVED_COLOUR}"><s>{html.escape(line_text[start:end])}</s></span>'
-            + f'<span style="background:{ADDED_COLOUR}">{html.escape(new_text)}</span>'
+            + f'<span style="background:{theme.colour("DIFF_REMOVED_STRONG")}"><s>{html.escape(line_text[start:end])}</s></span>'
+            + f'<span style="background:{theme.colour("DIFF_ADDED_STRONG")}">{html.escape(new_text)}</span>'
             + html.escape(line_text[end:stop]) + ("…" if stop < len(line_text) else ""))
-    return f'<span style="color:gray">{line}</span>&nbsp;&nbsp;{text}'
+    return f'<span style="color:{theme.colour("MUTED_TEXT")}">{line}</span>&nbsp;&nbsp;{text}'
 
 
 def row_markup(index) -> str | None:
@@ -139,6 +138,10 @@ class _HtmlDelegate(QStyledItemDelegate):
         painter.translate(0, max(0.0, offset))
         document.documentLayout().draw(painter, context)
         painter.restore()
+
+    def forget(self) -> None:
+        """Drop the laid-out rows (their colours are the old theme's)."""
+        self._documents.clear()
 
     def _document(self, markup: str, options: QStyleOptionViewItem) -> QTextDocument:
         key = (markup, options.font.bold())
@@ -191,6 +194,7 @@ class FindInFilesPanel(QWidget):
         self._undo: list[FileUndo] = []
         self._note = ""
         self._status_plain = ""
+        self._status_error = False
         self._relay = _Relay(self)
         self._relay.files_found.connect(self._show_files)
         self._typing = QTimer(self)
@@ -198,6 +202,7 @@ class FindInFilesPanel(QWidget):
         self._typing.setInterval(TYPING_PAUSE_MS)
         self._typing.timeout.connect(lambda: self.search())
         self._build()
+        theme.theme_changes().sig_theme_changed.connect(self._theme_changed)
         # No taller than the Explorer it is tabbed with needs: a larger minimum grows the whole
         # tab group, and a small window with it, before the saved layout comes back.
         self.setMinimumSize(60, 60)
@@ -285,6 +290,14 @@ class FindInFilesPanel(QWidget):
         self.pages.addWidget(preview_page)
         layout.addWidget(self.pages, 1)
         self._update_buttons()
+
+    def _theme_changed(self, _theme: str) -> None:
+        for tree in (self.results_tree, self.preview_tree):
+            tree.itemDelegate().forget()
+            tree.viewport().update()
+        if self.plan is not None:
+            self._show_plan(self.plan, self.chosen_edits())  # its rows' colours were written into them
+        self._say(self._status_plain, self._status_error)
 
     def _toggle(self, text: str, tip: str) -> QToolButton:
         button = QToolButton(text=text, checkable=True, toolTip=tip, autoRaise=True)
@@ -415,17 +428,17 @@ class FindInFilesPanel(QWidget):
         return f"{matches:,} result{'s' if matches != 1 else ''} in {files:,} file{'s' if files != 1 else ''}"
 
     def _say(self, text: str, error: bool = False) -> None:
-        if self._note:
+        if self._note and not text.startswith(self._note):
             text = f"{self._note}\n{text}" if text else self._note
             error = error or "Not changed:" in self._note
-        self._status_plain = text
+        self._status_plain, self._status_error = text, error
         if error:
             # Monospaced, so the caret rg puts under a fault in the pattern points at it.
             monospace = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont).family()
             headline, _, details = text.partition("\n\n")
-            markup = f'<p style="color:{ERROR_COLOUR}">{html.escape(headline).replace(chr(10), "<br>")}</p>'
+            markup = f'<p style="color:{theme.colour("ERROR_TEXT")}">{html.escape(headline).replace(chr(10), "<br>")}</p>'
             if details:
-                markup += (f'<pre style="color:{ERROR_COLOUR}; font-family:\'{monospace}\'">'
+                markup += (f'<pre style="color:{theme.colour("ERROR_TEXT")}; font-family:\'{monospace}\'">'
                            f'{html.escape(details)}</pre>')
             self.status.setTextFormat(Qt.TextFormat.RichText)
             self.status.setText(markup)
@@ -469,7 +482,7 @@ class FindInFilesPanel(QWidget):
         self._tasks.run("search.plan", plan_replacement, self.root, self._results_query, self.replace_edit.text(),
                         list(self.results), on_done=self._show_plan, on_error=self._replace_failed)
 
-    def _show_plan(self, plan: ReplacePlan) -> None:
+    def _show_plan(self, plan: ReplacePlan, chosen: set[tuple[str, int]] | None = None) -> None:
         self.plan = plan
         unsaved = self.unsaved_files()  # and again when replacing: an editor may be changed by then
         for change in plan.files:
@@ -486,7 +499,7 @@ class FindInFilesPanel(QWidget):
             file_item.setFont(0, font)
             if change.problem:
                 file_item.setData(0, HTML_ROLE, f"<b>{html.escape(change.path)}</b>&nbsp;&nbsp;"
-                                                f'<span style="color:{ERROR_COLOUR}">{html.escape(change.problem)}</span>')
+                                                f'<span style="color:{theme.colour("ERROR_TEXT")}">{html.escape(change.problem)}</span>')
                 file_item.setFlags(file_item.flags() & ~Qt.ItemFlag.ItemIsUserCheckable)
             else:
                 file_item.setFlags(file_item.flags() | Qt.ItemFlag.ItemIsUserCheckable
@@ -498,7 +511,8 @@ class FindInFilesPanel(QWidget):
                 item.setToolTip(0, f"{change.path}:{edit.line}: {edit.old_text!r} → {edit.new_text!r}")
                 if not change.problem:
                     item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
-                    item.setCheckState(0, Qt.CheckState.Checked)
+                    ticked = chosen is None or (change.path, index) in chosen
+                    item.setCheckState(0, Qt.CheckState.Checked if ticked else Qt.CheckState.Unchecked)
             tree.addTopLevelItem(file_item)
             file_item.setExpanded(True)
         tree.blockSignals(False)
