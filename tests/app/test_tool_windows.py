@@ -100,6 +100,35 @@ def test_hub_open_tool_starts_a_tool_window_process_that_registers_and_runs_a_re
     wait_until(lambda: not is_alive(opened["pid"]), 10, 0.05, "the tool window process to end")
 
 
+def test_a_tool_window_whose_job_ended_holds_no_heavy_module_and_its_job_process_is_gone(workbench, child_tools,
+                                                                                         tmp_path):
+    """What keeps an idle tool window near a bare Qt window's memory (benchmarks/memory.py): the
+    job loaded onnx and onnxruntime in its own process, which ended with it; the report's chart
+    (pyqtgraph, with NumPy) is drawn only when its tab is shown."""
+    model = make_onnx(tmp_path / "models" / "tiny.onnx")
+    workbench.run()
+    opened = workbench.call("hub.open_tool", {"tool": "quantize", "run": True, "values": {
+        "model": str(model), "mode": "dynamic", "output": str(model.with_name("tiny.int8.onnx"))}})
+    wait_until(lambda: any(w["window_id"] == opened["window_id"] and w["state"] == "ready"
+                           for w in tool_windows(workbench)), 30, 0.1, "the tool window to register")
+    described = wait_for_state(workbench, opened["window_id"])
+    assert described["state"] == "succeeded", described["log"]
+    assert described["report"]["plots"]  # a chart the window has not drawn
+    assert model.with_name("tiny.int8.onnx").is_file()  # the job did load onnx and onnxruntime
+
+    assert described["heavy_modules_loaded"] == []
+    assert described["job_pid"] is None
+    wait_until(lambda: not window_children(opened["pid"]), 10, 0.05, "the ended job's process to be gone")
+
+
+def window_children(pid: int) -> list[int]:
+    """The live processes ``pid`` started (its job and whatever the job started)."""
+    import psutil
+
+    return [child.pid for child in psutil.Process(pid).children(recursive=True)
+            if child.status() != psutil.STATUS_ZOMBIE]
+
+
 def test_hub_open_tool_without_a_tool_name_is_refused(workbench, child_tools):
     workbench.run()
     with pytest.raises(Exception, match="needs a 'tool' name"):

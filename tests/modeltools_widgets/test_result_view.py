@@ -1,8 +1,9 @@
 """The report view: figures, tables sorted as numbers, the plot drawn with pyqtgraph (loaded only
-for a report that has one), warnings, and the CSV and Markdown exports."""
+when a chart's tab shows), warnings, and the CSV and Markdown exports."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -85,16 +86,23 @@ def test_export_csv_writes_the_table_on_show_and_markdown_the_whole_report(qtbot
     assert view.export_csv() is None
 
 
-def test_pyqtgraph_is_loaded_only_for_a_report_with_a_plot():
+def test_pyqtgraph_is_loaded_only_when_a_charts_tab_is_shown():
+    """A tool window kept open for its report's table holds no pyqtgraph (nor NumPy under it)."""
     code = ("import sys\nfrom PySide6.QtWidgets import QApplication\napp = QApplication([])\n"
-            "from workbench.modeltools.report import ToolReport, ReportPlot\n"
+            "from workbench.modeltools.report import ToolReport, ReportPlot, ReportTable\n"
             "from workbench.modeltools.widgets.result_view import ResultView\n"
-            "view = ResultView()\nview.set_report(ToolReport('inspect', 'x', figures={'a': 1}))\n"
+            "view = ResultView()\nview.show()\n"
+            "view.set_report(ToolReport('inspect', 'x', figures={'a': 1}))\n"
             "print('pyqtgraph' in sys.modules)\n"
-            "view.set_report(ToolReport('inspect', 'x', plots=[ReportPlot('p', ['a'], [{'name': 's', 'values': [1]}])]))\n"
-            "print('pyqtgraph' in sys.modules)\n")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert result.stdout.split() == ["False", "True"], result.stderr
+            "view.set_report(ToolReport('inspect', 'x', tables=[ReportTable('t', ['c'], [[1]])],\n"
+            "                           plots=[ReportPlot('p', ['a'], [{'name': 's', 'values': [1]}])]))\n"
+            "app.processEvents()\n"
+            "print('pyqtgraph' in sys.modules, 'numpy' in sys.modules)\n"
+            "view.tabs.setCurrentIndex(1)\napp.processEvents()\n"
+            "print('pyqtgraph' in sys.modules, view.plot_widgets[0].plot is not None)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+    assert result.stdout.split() == ["False", "False", "False", "True", "True"], result.stderr
 
 
 QUANTIZED = ToolReport(

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from workbench.modeltools.errors import ModelToolError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 SPLITS = ("test", "val", "train")
 
@@ -51,6 +52,10 @@ class EvaluationData:
 def load_npz(path: Path) -> EvaluationData:
     """The arrays ``x`` and optional ``y`` of an ``.npz`` file; ModelToolError when they are
     missing or do not agree."""
+    # Leave this import here: the tools' declarations import SPLITS from this module, and a
+    # tool window (which only shows the form and the report) has no use for NumPy.
+    import numpy as np
+
     path = Path(path)
     try:
         with np.load(path, allow_pickle=False) as archive:
@@ -82,6 +87,8 @@ def from_project(project: Any, split: str = "test", hparams: Any = None,
     The dataset factory must return an object with ``train`` / ``val`` / ``test`` attributes
     (or keys), each a sequence of ``(input, label)`` pairs, as the digits template's does.
     """
+    import numpy as np
+
     if split not in SPLITS:
         raise ModelToolError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
     hparams = hparams if hparams is not None else project.hparams()

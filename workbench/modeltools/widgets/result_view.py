@@ -4,8 +4,9 @@ columns as wide as their content), its plots with their legend above them, its w
 files it wrote, with Export CSV (the table on show) and Export Markdown (the whole report). While
 a new run goes, or after it failed, the last report stays, marked as the previous run's.
 
-pyqtgraph is imported only when a report with a plot is shown: most reports have none, and it
-costs a tenth of a second.
+pyqtgraph is imported only when a chart's tab is first shown: most reports have no chart, a
+chart is seldom the first tab, and pyqtgraph with NumPy costs a tenth of a second and about
+50 MB, which a tool window kept open for its table need not hold.
 """
 
 from __future__ import annotations
@@ -176,7 +177,7 @@ class ResultView(QWidget):
             self.tabs.addTab(view, table.title)
         table_titles = {table.title for table in report.tables}
         for plot in report.plots:
-            widget = self._plot_widget(plot)
+            widget = _ChartTab(lambda plot=plot: self._plot_widget(plot))
             self.plot_widgets.append(widget)
             self.tabs.addTab(widget, f"{plot.title} (chart)" if plot.title in table_titles else plot.title)
         self.tabs.setVisible(self.tabs.count() > 0)
@@ -446,6 +447,28 @@ class _ReportTabs(QTabWidget):
         hint = super().sizeHint()
         hint.setHeight(TABLES_MIN_HEIGHT)
         return hint
+
+
+class _ChartTab(QWidget):
+    """A chart's tab, drawn the first time it shows: pyqtgraph (with NumPy, about 50 MB of a
+    window's memory) loads only for a chart someone looks at. ``legend`` and ``plot`` are the
+    drawn chart's (None until then)."""
+
+    def __init__(self, draw: Callable[[], QWidget]):
+        super().__init__()
+        self._draw: Callable[[], QWidget] | None = draw
+        self.legend: QWidget | None = None
+        self.plot: QWidget | None = None
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if self._draw is not None:
+            draw, self._draw = self._draw, None
+            chart = draw()
+            self.layout().addWidget(chart)
+            self.legend, self.plot = chart.legend, chart.plot
 
 
 def _shown_path(base: Path | None, path: str) -> str:
