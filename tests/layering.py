@@ -26,7 +26,7 @@ FOUNDATION: dict[str, set[str]] = {
     "tasks": set(),
     "extensions": set(),
     "clikit": {"tasks", "platform"},
-    "qt": {"tasks", "platform", "settings"},
+    "qt": {"tasks", "platform"},
     # Settings declared once and read at the user's and the project's level (Qt-free).
     "settings": {"platform"},
 }

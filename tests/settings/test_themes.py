@@ -86,3 +86,35 @@ def test_the_training_curves_take_the_themes_background_and_axes_live(qtbot):
     finally:
         theme.apply_theme("light")
     assert widget.backgroundBrush().color().name() == "#ffffff"
+
+
+def test_a_themed_style_sheet_follows_the_theme_and_can_be_taken_away(qtbot):
+    from PySide6.QtWidgets import QLabel
+
+    label = QLabel("no match")
+    qtbot.addWidget(label)
+    try:
+        theme.set_themed_style_sheet(label, "color: @ERROR_TEXT;")
+        assert label.styleSheet() == f"color: {theme.colour('ERROR_TEXT', 'light')};"
+        theme.apply_theme("dark")
+        assert label.styleSheet() == f"color: {theme.colour('ERROR_TEXT', 'dark')};"
+        theme.set_themed_style_sheet(label, "")
+        theme.apply_theme("light")
+        assert label.styleSheet() == ""
+    finally:
+        theme.apply_theme("light")
+
+
+def test_the_editors_notices_and_find_bar_error_are_readable_on_dark(open_window, project_root, qtbot):
+    window = open_window()
+    tab = window.open_file(project_root / "a.py")
+    window.commands.execute("workbench.theme.dark")
+    bar = tab.notices.show_notice("changed-on-disk", "a.py changed on disk", [("Reload", lambda: None)])
+    assert theme.colour("INFO_BACKGROUND", "dark") in bar.styleSheet()
+    window.commands.execute("workbench.theme.light")
+    assert theme.colour("INFO_BACKGROUND", "light") in bar.styleSheet()
+    window.commands.execute("workbench.theme.dark")
+    tab.show_find()
+    tab.find_bar.regex_button.setChecked(True)
+    tab.find_bar.find_edit.setText("(")
+    qtbot.waitUntil(lambda: theme.colour("ERROR_TEXT", "dark") in tab.find_bar.count_label.styleSheet(), timeout=3000)

@@ -64,8 +64,10 @@ def main(argv: list[str] | None = None) -> int:
     welcome = None
     if show_welcome:
         from workbench.project.recent import RecentProjects, user_config_dir
+        from workbench.ui.appearance import follow_theme_setting, window_settings
         from workbench.ui.welcome_window import WelcomeWindow
 
+        follow_theme_setting(window_settings())
         welcome = WelcomeWindow(RecentProjects(user_config_dir()))
         # Qt runs the newest event filter first: the paint mark is taken before the hub loads.
         after_first_paint(welcome, start_hub)

@@ -23,6 +23,7 @@ from typing import Callable
 from workbench.device.errors import DeviceError
 from workbench.platform.secret_store import KeyringUnavailable, SecretFileError, SecretStore
 from workbench.platform.user_settings import SettingsFileError, read_setting
+from workbench.settings import setting
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,8 @@ PIN_PREFIX = "pin:"
 def require_keyring(config_dir: Path) -> bool:
     """``[devices] require_keyring`` of the user's settings (false when unset)."""
     try:
-        return bool(read_setting(config_dir / SETTINGS_FILE, "devices", "require_keyring", False))
+        declared = setting("devices.require_keyring")  # its default and its Settings-window row
+        return bool(read_setting(config_dir / SETTINGS_FILE, declared.section, declared.name, declared.default))
     except SettingsFileError as exc:
         raise DeviceError(str(exc)) from None
 

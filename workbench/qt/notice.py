@@ -7,6 +7,8 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QToolButton, QWidget
 
+from workbench.qt.theme import set_themed_style_sheet
+
 
 def reveal_in_file_manager(path: Path | str) -> None:
     """Open the folder holding ``path`` (or ``path`` itself, for a folder) in the file manager."""
@@ -24,7 +26,8 @@ class NoticeBar(QFrame):
     def __init__(self, object_name: str, parent: QWidget | None = None):
         super().__init__(parent)
         self.setObjectName(object_name)
-        self.setStyleSheet(f"#{object_name} {{ background: #e6f4ea; border-bottom: 1px solid #a8d5b5; }}")
+        set_themed_style_sheet(self, f"#{object_name} {{ background: @SUCCESS_BACKGROUND; "
+                                     "border-bottom: 1px solid @SUCCESS_BORDER; }")
         self.path = ""
         self.label = QLabel("")
         self.label.setWordWrap(True)

@@ -10,6 +10,7 @@ widgets that keep something made from them (a style sheet, text formats) listen 
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 
 from PySide6.QtCore import QObject, Signal
@@ -27,34 +28,38 @@ _COLOURS = {
         "BRACKET_MATCH": "#c9e3ff", "BRACKET_UNMATCHED": "#ffd0d0", "FIND_MATCH": "#fde68a",
         "DIAGNOSTIC_ERROR": "#e51400", "DIAGNOSTIC_WARNING": "#d9a800",
         "GUTTER_BACKGROUND": "#f7f7f7", "GUTTER_NUMBER": "#9a9a9a", "GUTTER_CURRENT_NUMBER": "#1f1f1f",
-        "RULER": "#e0e0e0", "WHITESPACE": "#c0c0c0",
+        "RULER": "#e0e0e0",
         "MUTED_TEXT": "#6e6e6e", "ERROR_TEXT": "#c62828", "SUCCESS_TEXT": "#2e7d32",
         "INFO_BACKGROUND": "#e8f1fb", "INFO_BORDER": "#b6d3f2",
         "WARNING_BACKGROUND": "#fff4ce", "WARNING_BORDER": "#e8d48b",
         "SUCCESS_BACKGROUND": "#e6f4ea", "SUCCESS_BORDER": "#a8d5b5",
+        "ERROR_BACKGROUND": "#fdecea", "ERROR_BORDER": "#f5b7b1", "WARNING_TEXT": "#5c4400",
+        "PANEL_BACKGROUND": "#f4f6f9", "PANEL_BORDER": "#dde2ea",
         # GitHub's light diff colours.
         "DIFF_ADDED": "#e6ffec", "DIFF_REMOVED": "#ffebe9", "DIFF_HEADER": "#ddf4ff",
         "DIFF_FILLER": "#f6f8fa", "DIFF_ADDED_STRONG": "#abf2bc", "DIFF_REMOVED_STRONG": "#ffcecb",
         "DIFF_FILLER_HATCH": "#e1e4e8", "DIFF_HEADER_TEXT": "#57606a", "LINK": "#0969da",
         "DIFF_CURRENT_HEADER": "#b6e3ff", "DIFF_ADDED_SIGN": "#1a7f37", "DIFF_REMOVED_SIGN": "#cf222e",
-        "CHART_BACKGROUND": "#ffffff", "CHART_FOREGROUND": "#404040",
+        "CHART_BACKGROUND": "#ffffff", "CHART_FOREGROUND": "#404040", "GRAPH_BACKGROUND": "#fbfbfc",
     },
     DARK: {
         "BACKGROUND": "#1e1e1e", "FOREGROUND": "#d4d4d4", "CURRENT_LINE": "#2a2d2e",
         "BRACKET_MATCH": "#3b4f6b", "BRACKET_UNMATCHED": "#6b2a2a", "FIND_MATCH": "#7a4e12",
         "DIAGNOSTIC_ERROR": "#f14c4c", "DIAGNOSTIC_WARNING": "#cca700",
         "GUTTER_BACKGROUND": "#1e1e1e", "GUTTER_NUMBER": "#6e7681", "GUTTER_CURRENT_NUMBER": "#cccccc",
-        "RULER": "#3a3a3a", "WHITESPACE": "#4a4a4a",
+        "RULER": "#3a3a3a",
         "MUTED_TEXT": "#9d9d9d", "ERROR_TEXT": "#f48771", "SUCCESS_TEXT": "#89d185",
         "INFO_BACKGROUND": "#1f3047", "INFO_BORDER": "#2f5a8a",
         "WARNING_BACKGROUND": "#3d3413", "WARNING_BORDER": "#7a6a1e",
         "SUCCESS_BACKGROUND": "#1e3a26", "SUCCESS_BORDER": "#2f6b40",
+        "ERROR_BACKGROUND": "#3f1f1f", "ERROR_BORDER": "#7a3030", "WARNING_TEXT": "#e2c08d",
+        "PANEL_BACKGROUND": "#2a2d2e", "PANEL_BORDER": "#3c3c3c",
         # GitHub's dark diff colours.
         "DIFF_ADDED": "#1d3326", "DIFF_REMOVED": "#3d2024", "DIFF_HEADER": "#1c2a3a",
         "DIFF_FILLER": "#252526", "DIFF_ADDED_STRONG": "#2e6b3e", "DIFF_REMOVED_STRONG": "#7a2e35",
         "DIFF_FILLER_HATCH": "#3a3a3a", "DIFF_HEADER_TEXT": "#9da5b0", "LINK": "#4daafc",
         "DIFF_CURRENT_HEADER": "#264f78", "DIFF_ADDED_SIGN": "#3fb950", "DIFF_REMOVED_SIGN": "#f85149",
-        "CHART_BACKGROUND": "#1e1e1e", "CHART_FOREGROUND": "#c8c8c8",
+        "CHART_BACKGROUND": "#1e1e1e", "CHART_FOREGROUND": "#c8c8c8", "GRAPH_BACKGROUND": "#1b1b1c",
     },
 }
 
@@ -117,14 +122,14 @@ def resolve_theme(choice: str, app=None) -> str:
         return choice
     if choice != SYSTEM:
         raise ValueError(f"unknown theme {choice!r}: use light, dark or system")
-    from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QApplication
 
     app = app or QApplication.instance()
     if app is None:
         return LIGHT
-    scheme = app.styleHints().colorScheme()
-    return DARK if scheme == Qt.ColorScheme.Dark else LIGHT
+    # By name: the hub applies the theme before its first paint, which touches nothing of the
+    # Qt namespace (its enums cost start-up time).
+    return DARK if app.styleHints().colorScheme().name == "Dark" else LIGHT
 
 
 def apply_theme(choice: str) -> str:
@@ -237,3 +242,38 @@ def editor_font(family: str = "", size: float = 0) -> QFont:
 def editor_style_sheet() -> str:
     """The style sheet of a code view (the editor, the hex view) in the current theme."""
     return f"QPlainTextEdit {{ background: {__getattr__('BACKGROUND')}; color: {__getattr__('FOREGROUND')}; }}"
+
+
+_ROLE = re.compile(r"@([A-Z_]+)")
+
+
+def themed(template: str) -> str:
+    """``template`` with each ``@ROLE`` (``@MUTED_TEXT``) replaced by the current theme's colour."""
+    return _ROLE.sub(lambda match: _COLOURS[_current][match.group(1)], template)
+
+
+class _ThemedStyleSheet(QObject):
+    """Keeps a widget's style sheet in the current theme's colours (a child of the widget, so
+    it goes with it)."""
+
+    def __init__(self, widget, template: str):
+        super().__init__(widget)
+        self.setObjectName("themed-style-sheet")
+        self.template = template
+        theme_changes().sig_theme_changed.connect(self.restyle)
+
+    def restyle(self, _theme: str = "") -> None:
+        self.parent().setStyleSheet(themed(self.template))
+
+
+def set_themed_style_sheet(widget, template: str) -> None:
+    """Give ``widget`` the style sheet ``template`` with its ``@ROLE`` colours (``"color:
+    @ERROR_TEXT;"``), again whenever the theme changes; "" takes the style sheet away."""
+    from PySide6.QtCore import Qt
+
+    keeper = widget.findChild(_ThemedStyleSheet, "themed-style-sheet",
+                              Qt.FindChildOption.FindDirectChildrenOnly)
+    if keeper is None:
+        keeper = _ThemedStyleSheet(widget, template)
+    keeper.template = template
+    keeper.restyle()

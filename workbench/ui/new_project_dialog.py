@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.project import ProjectError, create_from_template, list_templates
+from workbench.qt import theme
 
 
 class NewProjectDialog(QDialog):
@@ -48,7 +49,7 @@ class NewProjectDialog(QDialog):
         where.addWidget(self.location, 1)
         where.addWidget(browse)
         self.error = QLabel()
-        self.error.setStyleSheet("color: #b00020;")
+        theme.set_themed_style_sheet(self.error, "color: @ERROR_TEXT;")
         self.error.setWordWrap(True)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Create")

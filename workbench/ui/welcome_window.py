@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 from workbench import __version__
 from workbench.ipc import messages
 from workbench.project import RecentProjects
+from workbench.qt import theme
 
 # Qt.ItemDataRole.UserRole and the next one, as numbers: loading the Qt namespace costs 35 ms,
 # and this window must appear as fast as a bare Qt window does. The hub loads it after.
@@ -101,7 +102,8 @@ class WelcomeWindow(QMainWindow):
         self.windows_list.currentItemChanged.connect(lambda *_: self._update_reopen_button())
         self.notice = QLabel()
         self.notice.setWordWrap(True)
-        self.notice.setStyleSheet("background: #fff4ce; border: 1px solid #e0c060; padding: 6px;")
+        theme.set_themed_style_sheet(self.notice, "background: @WARNING_BACKGROUND;"
+                                                  " border: 1px solid @WARNING_BORDER; padding: 6px;")
         self.notice.hide()
         self._crashes: dict[str, dict] = {}
         """The crashed windows the notice tells of, by window id."""
@@ -295,6 +297,7 @@ class WelcomeWindow(QMainWindow):
     def closeEvent(self, event: QCloseEvent) -> None:
         event.accept()
         self.sig_closed.emit()
+
 
 def _grouped_by_project(windows: list[dict]) -> list[tuple[str | None, list[dict]]]:
     """(project, its windows) by project name, windows without a project last; in each, the

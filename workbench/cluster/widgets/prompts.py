@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from workbench.qt import theme
 
 
 def trust_question(error) -> str:
@@ -71,9 +72,9 @@ class PassphraseDialog(QDialog):
         note = QLabel("Without the keyring the passphrase is used for this test only; runs then need the key "
                       "in the ssh-agent (ssh-add).")
         note.setWordWrap(True)
-        note.setStyleSheet("color: #777;")
+        theme.set_themed_style_sheet(note, "color: @MUTED_TEXT;")
         self.problem = QLabel(problem)
-        self.problem.setStyleSheet("color: #d93025;")
+        theme.set_themed_style_sheet(self.problem, "color: @ERROR_TEXT;")
         self.problem.setVisible(bool(problem))
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.accept)

@@ -36,6 +36,7 @@ from workbench.cluster.widgets import prompts
 from workbench.cluster.widgets.session import ClusterSession, RunChoices
 from workbench.cluster.widgets.sync_preview import SyncPreview, format_size
 from workbench.qt.elided_label import ElidedLabel
+from workbench.qt import theme
 
 NO_FILE = "(none: the schema's defaults)"
 # The stages of a start as the user reads them (remote_run.STAGES, "follow" being the end).
@@ -84,7 +85,7 @@ class RunOnClusterDialog(QDialog):
         self.profiles_button = QPushButton("Profiles…")
         self.profiles_button.clicked.connect(self._open_profiles)
         self.destination = ElidedLabel(elide_mode=Qt.TextElideMode.ElideMiddle)
-        self.destination.setStyleSheet("color: #777;")
+        theme.set_themed_style_sheet(self.destination, "color: @MUTED_TEXT;")
         where = QHBoxLayout()
         where.addWidget(self.profile, 1)
         where.addWidget(self.profiles_button)
@@ -137,7 +138,7 @@ class RunOnClusterDialog(QDialog):
         self.plan_status.setWordWrap(True)
         self.plan_status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.plan_target = ElidedLabel(elide_mode=Qt.TextElideMode.ElideMiddle)
-        self.plan_target.setStyleSheet("color: #777;")
+        theme.set_themed_style_sheet(self.plan_target, "color: @MUTED_TEXT;")
         self.trust_button = QPushButton("Trust Host…")
         self.trust_button.clicked.connect(self._trust_from_plan)
         self.trust_button.hide()
@@ -178,7 +179,7 @@ class RunOnClusterDialog(QDialog):
         self.starting.hide()
         self.error = QLabel("")
         self.error.setObjectName("run-error")
-        self.error.setStyleSheet("color: #d93025;")
+        theme.set_themed_style_sheet(self.error, "color: @ERROR_TEXT;")
         self.error.setWordWrap(True)
         self.error.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
 
@@ -291,7 +292,7 @@ class RunOnClusterDialog(QDialog):
         self._untrusted = None
         self.plan.clear()
         _show_text(self.plan_target, "")
-        self.plan_status.setStyleSheet("")
+        theme.set_themed_style_sheet(self.plan_status, "")
         self.plan_status.setText(f"Comparing the project's data with {name}…")
         self.session.plan_sync(name, self._on_plan, self._on_plan_failed, on_progress=self._on_plan_progress,
                                trust=trust)
@@ -313,7 +314,7 @@ class RunOnClusterDialog(QDialog):
         self.sig_plan_shown.emit()
 
     def _on_plan_failed(self, error) -> None:
-        self.plan_status.setStyleSheet("color: #d93025;")
+        theme.set_themed_style_sheet(self.plan_status, "color: @ERROR_TEXT;")
         if isinstance(error, UnknownHostKey):
             self._untrusted = error
             self.plan_status.setText(f"The host key of {error.host} is not known yet ({error.fingerprint}). "

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QLabel, QSplitter, QTabWidget, QToolBar, QVBoxLayo
 from workbench.console.widgets.console_tab import DEAD, READY, STARTING, ConsoleTab
 from workbench.console.widgets.frontend import load_frontend
 from workbench.console.widgets.variables_view import VariablesView
+from workbench.qt import theme
 
 FRONTEND_TASK = "console.loadFrontend"
 
@@ -53,7 +54,7 @@ class ConsolePanel(QWidget):
         self.clear_action = self._action("Clear", "Empty the console's screen; the variables stay",
                                          lambda: self._on_current("clear"))
         self.interpreter_label = QLabel()
-        self.interpreter_label.setStyleSheet("color: #777; padding-left: 8px;")
+        theme.set_themed_style_sheet(self.interpreter_label, "color: @MUTED_TEXT; padding-left: 8px;")
         self.toolbar.addWidget(self.interpreter_label)
 
         self.tabs = QTabWidget()

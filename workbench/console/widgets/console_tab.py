@@ -23,6 +23,7 @@ from workbench.console.kernel import READY_TIMEOUT_S, Kernel, launch_project_ker
 from workbench.console.namespace import SUMMARY_EXPRESSION, Variable, parse_summary_reply, probe_setup_code
 from workbench.qt.notice import NoticeBar
 from workbench.tasks import Cancelled, CancelToken
+from workbench.qt import theme
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +81,8 @@ class ConsoleTab(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.setSpacing(0)
         self.notice = NoticeBar("console-notice", self)
-        self.notice.setStyleSheet("#console-notice { background: #fdecea; border-bottom: 1px solid #f1aeb5; }")
+        theme.set_themed_style_sheet(self.notice, "#console-notice { background: @ERROR_BACKGROUND;"
+                                                  " border-bottom: 1px solid @ERROR_BORDER; }")
         self.restart_button = self.notice.add_button("Restart")
         self.restart_button.clicked.connect(self.restart)
         layout.addWidget(self.notice)
@@ -88,7 +90,7 @@ class ConsoleTab(QWidget):
         self.status_label = QLabel("The console starts when it is first shown.")
         self.status_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.status_label.setWordWrap(True)
-        self.status_label.setStyleSheet("color: #777; padding: 12px;")
+        theme.set_themed_style_sheet(self.status_label, "color: @MUTED_TEXT; padding: 12px;")
         self._stack.addWidget(self.status_label)
         layout.addWidget(self._stack, 1)
 

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.debug.breakpoints import Breakpoint
+from workbench.qt import theme
 
 
 class BreakpointDialog(QDialog):
@@ -48,7 +49,7 @@ class BreakpointDialog(QDialog):
         hint = QLabel("Expressions are Python, evaluated in the program where the breakpoint is. "
                       "A log message makes a log point: it prints and goes on.")
         hint.setWordWrap(True)
-        hint.setStyleSheet("color: #666;")
+        theme.set_themed_style_sheet(hint, "color: @MUTED_TEXT;")
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         self.remove_button = buttons.addButton("Remove", QDialogButtonBox.ButtonRole.DestructiveRole)
         buttons.accepted.connect(self.accept)

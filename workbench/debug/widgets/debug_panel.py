@@ -22,6 +22,7 @@ from workbench.debug.widgets.debug_console import DebugConsole
 from workbench.debug.widgets.variable_trees import StackTree, VariablesTree, WatchTree
 from workbench.qt.elided_label import ElidedLabel
 from workbench.qt.notice import NoticeBar
+from workbench.qt import theme
 
 # (key, text, tooltip, enabled in these states)
 CONTROLS = (
@@ -65,7 +66,8 @@ class DebugPanel(QWidget):
         bar.addWidget(self.status, 1)
 
         self.notice = NoticeBar("debug-notice", self)
-        self.notice.setStyleSheet("#debug-notice { background: #fdecea; border-bottom: 1px solid #f5b7b1; }")
+        theme.set_themed_style_sheet(self.notice, "#debug-notice { background: @ERROR_BACKGROUND;"
+                                                  " border-bottom: 1px solid @ERROR_BORDER; }")
 
         self.stack = StackTree(controller)
         self.variables = VariablesTree(controller)

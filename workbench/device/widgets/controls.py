@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QToolButton,
     QWidget,
 )
+from workbench.qt import theme
 
 
 class PairDialog(QDialog):
@@ -33,7 +34,7 @@ class PairDialog(QDialog):
         hint = QLabel("Start the agent on the device (workbench-device-agent): it prints "
                       "its address and a pairing code.")
         hint.setWordWrap(True)
-        hint.setStyleSheet("color: #555;")
+        theme.set_themed_style_sheet(hint, "color: @MUTED_TEXT;")
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok
                                         | QDialogButtonBox.StandardButton.Cancel)
         self.buttons.accepted.connect(self.accept)

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QToolButton,
     QWidget,
 )
+from workbench.qt import theme
 
 COUNT_LABEL_WIDTH = 150
 
@@ -139,11 +140,12 @@ class FindControls(QWidget):
             self.count_label.setText(self.count_label.fontMetrics().elidedText(
                 self.error, Qt.TextElideMode.ElideRight, COUNT_LABEL_WIDTH))
             self.count_label.setToolTip(self.error)
-            self.find_edit.setStyleSheet("QLineEdit { border: 1px solid #d32f2f; color: #d32f2f; }")
-            self.count_label.setStyleSheet("color: #d32f2f;")
+            theme.set_themed_style_sheet(self.find_edit, "QLineEdit { border: 1px solid @ERROR_TEXT;"
+                                                         " color: @ERROR_TEXT; }")
+            theme.set_themed_style_sheet(self.count_label, "color: @ERROR_TEXT;")
             return
-        self.find_edit.setStyleSheet("")
-        self.count_label.setStyleSheet("")
+        theme.set_themed_style_sheet(self.find_edit, "")
+        theme.set_themed_style_sheet(self.count_label, "")
         self.count_label.setToolTip("")
         self.count_label.setText(text)
 

@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QWidget
 
 from workbench.editor.errors import EditorError
 from workbench.editor.go_to_line import parse_line_and_column
+from workbench.qt import theme
 
 
 class GoToLineBar(QWidget):
@@ -41,7 +42,7 @@ class GoToLineBar(QWidget):
         self.entry.clear()
         self.entry.setPlaceholderText(f"line[:column], 1 to {self._line_count()}")
         self.hint.setText(f"now on line {self._current_line()}")
-        self.hint.setStyleSheet("")
+        theme.set_themed_style_sheet(self.hint, "")
         self.show()
         self.entry.setFocus()
 
@@ -51,7 +52,7 @@ class GoToLineBar(QWidget):
             line, column = parse_line_and_column(self.entry.text(), self._current_line())
         except EditorError as error:
             self.hint.setText(str(error))
-            self.hint.setStyleSheet("color: #d32f2f;")
+            theme.set_themed_style_sheet(self.hint, "color: @ERROR_TEXT;")
             return False
         self._go_to(line, column)
         self.close_bar()

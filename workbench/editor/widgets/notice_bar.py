@@ -6,9 +6,11 @@ from typing import Callable
 
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
+from workbench.qt import theme
+
 _STYLES = {
-    "info": "background: #e8f1fb; border-bottom: 1px solid #b6d3f2;",
-    "warning": "background: #fff4ce; border-bottom: 1px solid #e8d48b;",
+    "info": "background: @INFO_BACKGROUND; border-bottom: 1px solid @INFO_BORDER;",
+    "warning": "background: @WARNING_BACKGROUND; border-bottom: 1px solid @WARNING_BORDER;",
 }
 
 
@@ -21,7 +23,7 @@ class NoticeBar(QFrame):
     ) -> None:
         super().__init__(parent)
         self.setObjectName("NoticeBar")
-        self.setStyleSheet(f"#NoticeBar {{ {_STYLES.get(kind, _STYLES['info'])} }}")
+        theme.set_themed_style_sheet(self, f"#NoticeBar {{ {_STYLES.get(kind, _STYLES['info'])} }}")
         layout = QHBoxLayout(self)
         layout.setContentsMargins(8, 3, 8, 3)
         self.label = QLabel(message)

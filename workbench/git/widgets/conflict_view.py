@@ -34,6 +34,7 @@ from workbench.git.conflicts import ConflictedFile, ConflictHunk
 from workbench.git.errors import GitError
 from workbench.git.repo_state import RepoState, RepoStateKind, repository_state
 from workbench.git.repository import Repository
+from workbench.qt import theme
 
 INDEX_CHANGED = "git.index_changed"
 _ids = itertools.count(1)
@@ -199,7 +200,7 @@ class ConflictView(QWidget):
 
         self.hunk_note = QLabel()
         self.hunk_note.setWordWrap(True)
-        self.hunk_note.setStyleSheet("color: #555; padding: 4px;")
+        theme.set_themed_style_sheet(self.hunk_note, "color: @MUTED_TEXT; padding: 4px;")
         self._hunk_box = QWidget()
         self._hunk_layout = QVBoxLayout(self._hunk_box)
         self._hunk_layout.setContentsMargins(0, 0, 0, 0)

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from workbench.qt import theme
 
 
 def ask_text(parent: QWidget, title: str, label: str, text: str = "") -> str | None:
@@ -77,7 +78,7 @@ class FlowSetupDialog(QDialog):
         self.problem = QLabel()
         self.problem.setObjectName("flow-setup-problem")
         self.problem.setWordWrap(True)
-        self.problem.setStyleSheet("color: #b3261e;")
+        theme.set_themed_style_sheet(self.problem, "color: @ERROR_TEXT;")
         self.problem.hide()
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         self.buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Set Up Git Flow")

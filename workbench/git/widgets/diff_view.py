@@ -36,6 +36,7 @@ from workbench.git.widgets.diff_panes import BOTH_SIDES, NEW_SIDE, OLD_SIDE, Dif
 from workbench.git.widgets.session import DiffTabs
 from workbench.qt.elided_label import ElidedLabel
 from workbench.tasks import CancelToken
+from workbench.qt import theme
 
 SOURCE_TITLES = {WORKTREE_VS_INDEX: "Working Tree", INDEX_VS_HEAD: "Staged", COMMITS: "Commits"}
 INDEX_CHANGED = "git.index_changed"
@@ -298,7 +299,7 @@ class DiffView(QWidget):
 
         # The strip that follows the current hunk.
         self._hunk_label = ElidedLabel()
-        self._hunk_label.setStyleSheet("color: #57606a;")
+        theme.set_themed_style_sheet(self._hunk_label, "color: @MUTED_TEXT;")
         self._hunk_buttons: dict[str, QToolButton] = {}
         strip = QHBoxLayout()
         strip.setContentsMargins(6, 0, 6, 4)
@@ -351,7 +352,7 @@ class DiffView(QWidget):
         self._message.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self._message.setWordWrap(True)
         self._message.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self._message.setStyleSheet("color: #57606a; font-size: 13px;")
+        theme.set_themed_style_sheet(self._message, "color: @MUTED_TEXT; font-size: 13px;")
         self._stack = QStackedWidget()
         self._stack.addWidget(self._message)
         self._stack.addWidget(splitter)

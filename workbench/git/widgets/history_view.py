@@ -37,6 +37,7 @@ from workbench.git.history import ChangedFile, CommitDetails, CommitEntry, commi
 from workbench.git.repository import Repository
 from workbench.git.widgets.graph_delegate import GRAPH_ROLE, REFS_ROLE, GraphDelegate, SummaryDelegate, graph_width
 from workbench.tasks import CancelToken
+from workbench.qt import theme
 
 PAGE_SIZE = 500
 ENTRY_ROLE = Qt.ItemDataRole.UserRole + 3  # the row's CommitEntry
@@ -226,7 +227,7 @@ class HistoryView(QWidget):
         refresh.setText("Refresh")
         refresh.clicked.connect(self.refresh)
         self.status = QLabel()
-        self.status.setStyleSheet("color: #777;")
+        theme.set_themed_style_sheet(self.status, "color: @MUTED_TEXT;")
         title = QLabel(f"History of <b>{self.path}</b>" if self.path is not None else "History")
         bar = QHBoxLayout()
         bar.setContentsMargins(6, 4, 6, 4)

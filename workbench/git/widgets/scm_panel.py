@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.git.widgets.session import GitSession
+from workbench.qt import theme
 
 # The groups in the order VS Code shows them; the kinds are workbench.git.status's.
 GROUPS = (("conflicted", "Merge Conflicts"), ("staged", "Staged Changes"), ("unstaged", "Changes"),
@@ -117,8 +118,8 @@ class SourceControlPanel(QWidget):
 
         self.banner = QFrame()
         self.banner.setObjectName("git-banner")
-        self.banner.setStyleSheet("#git-banner { background: #fff4d6; border: 1px solid #e0c068; "
-                                  "border-radius: 3px; }")
+        theme.set_themed_style_sheet(self.banner, "#git-banner { background: @WARNING_BACKGROUND;"
+                                                  " border: 1px solid @WARNING_BORDER; border-radius: 3px; }")
         banner_layout = QVBoxLayout(self.banner)
         banner_layout.setContentsMargins(6, 6, 6, 6)
         self.banner_label = QLabel()
@@ -143,7 +144,7 @@ class SourceControlPanel(QWidget):
         self.branch_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.branch_label.setMinimumWidth(20)
         self.busy_label = QLabel("Working…")
-        self.busy_label.setStyleSheet("color: #777;")
+        theme.set_themed_style_sheet(self.busy_label, "color: @MUTED_TEXT;")
         self.busy_label.hide()
         self.sync_button = QToolButton()
         self.sync_button.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextOnly)
@@ -205,7 +206,7 @@ class SourceControlPanel(QWidget):
         self.empty_label = QLabel("No changes: the working tree matches the last commit.")
         self.empty_label.setWordWrap(True)
         self.empty_label.setAlignment(Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop)
-        self.empty_label.setStyleSheet("color: #777; padding-top: 12px;")
+        theme.set_themed_style_sheet(self.empty_label, "color: @MUTED_TEXT; padding-top: 12px;")
         self.empty_label.hide()
         layout.addWidget(self.empty_label, 1)
 

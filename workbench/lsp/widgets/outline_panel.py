@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QLabel, QLineEdit, QTreeWidget, QTreeWidgetItem, Q
 from workbench.lsp.editor_answers import is_python
 from workbench.lsp.results import Symbol
 from workbench.lsp.session import RequestFailed
+from workbench.qt import theme
 
 SPAN_ROLE = Qt.ItemDataRole.UserRole
 # After the last keystroke, the outline is asked for again this much later.
@@ -47,7 +48,7 @@ class OutlinePanel(QWidget):
         self.note = QLabel(self)
         self.note.setContentsMargins(8, 6, 8, 6)
         self.note.setWordWrap(True)
-        self.note.setStyleSheet("color: #666666;")
+        theme.set_themed_style_sheet(self.note, "color: @MUTED_TEXT;")
         layout.addWidget(self.note)
         self.tree = QTreeWidget(self)
         self.tree.setObjectName("lsp-outline-tree")

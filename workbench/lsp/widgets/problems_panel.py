@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 from workbench.editor.diagnostics import EditorDiagnostic
 from workbench.lsp.results import ServerStatus
 from workbench.qt.elided_label import ElidedLabel
+from workbench.qt import theme
 
 # Docks added after the window is shown may widen it to their minimum size before they are
 # tabbed: the panel asks for little and lets its lines shorten.
@@ -49,7 +50,8 @@ class ProblemsPanel(QWidget):
 
         self.banner = QFrame(self)
         self.banner.setObjectName("lsp-server-banner")
-        self.banner.setStyleSheet("#lsp-server-banner { background: #fff4ce; border-bottom: 1px solid #e8d48b; }")
+        theme.set_themed_style_sheet(self.banner, "#lsp-server-banner { background: @WARNING_BACKGROUND;"
+                                                  " border-bottom: 1px solid @WARNING_BORDER; }")
         banner_layout = QHBoxLayout(self.banner)
         banner_layout.setContentsMargins(8, 4, 6, 4)
         self.banner_label = QLabel(self.banner)
@@ -66,13 +68,14 @@ class ProblemsPanel(QWidget):
         self.settings_note.setObjectName("lsp-settings-note")
         self.settings_note.setWordWrap(True)
         self.settings_note.setContentsMargins(8, 4, 8, 4)
-        self.settings_note.setStyleSheet("#lsp-settings-note { background: #e8f1fb; border-bottom: 1px solid #b6d3f2; }")
+        theme.set_themed_style_sheet(self.settings_note, "#lsp-settings-note { background: @INFO_BACKGROUND;"
+                                                         " border-bottom: 1px solid @INFO_BORDER; }")
         self.settings_note.hide()
         layout.addWidget(self.settings_note)
 
         self.summary = ElidedLabel("", self)
         self.summary.setContentsMargins(8, 3, 8, 3)
-        self.summary.setStyleSheet("color: #555555;")
+        theme.set_themed_style_sheet(self.summary, "color: @MUTED_TEXT;")
         layout.addWidget(self.summary)
         self.tree = QTreeWidget(self)
         self.tree.setObjectName("lsp-problems-tree")

@@ -30,6 +30,7 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
+from workbench.qt import theme
 
 # Below this scale the labels are not drawn (they would be a few pixels high).
 LABEL_MIN_SCALE = 0.45
@@ -113,11 +114,17 @@ class GraphView(QGraphicsView):
         self.setTransformationAnchor(QGraphicsView.ViewportAnchor.AnchorUnderMouse)
         self.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.MinimalViewportUpdate)
         self.setOptimizationFlag(QGraphicsView.OptimizationFlag.DontSavePainterState, True)
-        self.setBackgroundBrush(QColor("#fbfbfc"))
+        # The boxes keep their light fills and dark text in either theme (they read as cards, as
+        # in Netron); the canvas around them follows the theme.
+        self.setBackgroundBrush(QColor(theme.colour("GRAPH_BACKGROUND")))
+        theme.theme_changes().sig_theme_changed.connect(self._on_theme_changed)
         self.node_items: dict[str, NodeItem] = {}
         self.scene().selectionChanged.connect(self._on_selection)
         self._font = QFont(self.font())
         self._font.setPointSizeF(max(7.5, self.font().pointSizeF() - 1))
+
+    def _on_theme_changed(self, _theme: str) -> None:
+        self.setBackgroundBrush(QColor(theme.colour("GRAPH_BACKGROUND")))
 
     def set_graph(self, graph, layout) -> None:
         """Show ``graph`` (a graph_layout.ModelGraph) placed by ``layout`` (its GraphLayout)."""
@@ -265,14 +272,15 @@ class NodeDetails(QFrame):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.setObjectName("graph-node-details")
-        self.setStyleSheet("#graph-node-details { background: #ffffff; border-left: 1px solid #dde2ea; }")
+        theme.set_themed_style_sheet(self, "#graph-node-details { background: @BACKGROUND;"
+                                           " border-left: 1px solid @PANEL_BORDER; }")
         self.text = QLabel("")
         self.text.setObjectName("graph-node-details-text")
         self.text.setWordWrap(True)
         self.text.setTextFormat(Qt.TextFormat.RichText)
         self.text.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
         self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.text.setStyleSheet("color: #1d2530; background: #ffffff; padding: 8px;")
+        theme.set_themed_style_sheet(self.text, "color: @FOREGROUND; background: @BACKGROUND; padding: 8px;")
         scroll = QScrollArea()
         scroll.setWidgetResizable(True)
         scroll.setFrameShape(QFrame.Shape.NoFrame)
@@ -304,7 +312,7 @@ class GraphPanel(QWidget):
         self.details = NodeDetails()
         self.status = QLabel("")
         self.status.setObjectName("graph-status")
-        self.status.setStyleSheet("color: #6b6b6b;")
+        theme.set_themed_style_sheet(self.status, "color: @MUTED_TEXT;")
         self.find_box = QLineEdit()
         self.find_box.setPlaceholderText("Find a node…")
         self.find_box.setClearButtonEnabled(True)

@@ -37,6 +37,7 @@ from workbench.modeltools.params import ToolSpec
 from workbench.modeltools.report import format_size
 from workbench.modeltools.widgets.commands import applies
 from workbench.qt.notice import NoticeBar, reveal_in_file_manager
+from workbench.qt import theme
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +128,7 @@ class ModelsPanel(QWidget):
         self.empty = QLabel("No model files yet.\nTrain a run, or put .onnx or .pt files in the project.")
         self.empty.setObjectName("models-empty")
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.empty.setStyleSheet("color: #888;")
+        theme.set_themed_style_sheet(self.empty, "color: @MUTED_TEXT;")
         self.empty.setWordWrap(True)
         self.stack = QStackedWidget()
         self.stack.addWidget(self.tree)

@@ -41,15 +41,16 @@ from workbench.modeltools.model_index import name_in_project
 from workbench.modeltools.params import Param, ToolSpec, in_window_words
 from workbench.modeltools.widgets.path_list import PathListEditor
 from workbench.modeltools.widgets.scrolling import WheelGuard
+from workbench.qt import theme
 
 INT_LIMIT = 2**31 - 1
 FLOAT_LIMIT = 1e12
 NOT_SET = "auto"
 """What an optional number shows while it is not set (the tool then picks the value)."""
 
-HINT_STYLE = "color: #6b6b6b; font-size: 11px;"
-ERROR_STYLE = "color: #b3261e; font-size: 11px;"
-SECTION_STYLE = "font-weight: 600; color: #333;"
+HINT_STYLE = "color: @MUTED_TEXT; font-size: 11px;"
+ERROR_STYLE = "color: @ERROR_TEXT; font-size: 11px;"
+SECTION_STYLE = "font-weight: 600; color: @FOREGROUND;"
 REFERENCE_PARAM = "reference"
 """A path parameter of this name picks the file of a list the others are measured against; the
 list marks it (its first file while it is empty)."""
@@ -127,13 +128,13 @@ class ParamField:
         self.hint = QLabel(self.help)
         self.hint.setObjectName(f"hint-{param.name}")
         self.hint.setWordWrap(True)
-        self.hint.setStyleSheet(HINT_STYLE)
+        theme.set_themed_style_sheet(self.hint, HINT_STYLE)
         self.hint.setVisible(bool(param.help))
         column.addWidget(self.hint)
         self.error = QLabel("")
         self.error.setObjectName(f"error-{param.name}")
         self.error.setWordWrap(True)
-        self.error.setStyleSheet(ERROR_STYLE)
+        theme.set_themed_style_sheet(self.error, ERROR_STYLE)
         self.error.hide()
         column.addWidget(self.error)
         self.set(param.default)
@@ -394,7 +395,7 @@ class ParamForm(QWidget):
         self.form_error = QLabel("")
         self.form_error.setObjectName("form-error")
         self.form_error.setWordWrap(True)
-        self.form_error.setStyleSheet(ERROR_STYLE)
+        theme.set_themed_style_sheet(self.form_error, ERROR_STYLE)
         self.form_error.hide()
 
         grid = QGridLayout(self)
@@ -415,7 +416,8 @@ class ParamForm(QWidget):
             toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
             toggle.setArrowType(Qt.ArrowType.RightArrow)
             toggle.setAutoRaise(True)
-            toggle.setStyleSheet("QToolButton { font-weight: 600; color: #333; padding: 6px 0 0 0; border: none; }")
+            theme.set_themed_style_sheet(toggle, "QToolButton { font-weight: 600; color: @FOREGROUND;"
+                                                 " padding: 6px 0 0 0; border: none; }")
             toggle.toggled.connect(self.show_advanced)
             grid.addWidget(toggle, row, 0, 1, 2)
             self.advanced_toggle = toggle
@@ -441,7 +443,7 @@ class ParamForm(QWidget):
             if group and (number or show_first_title or len(groups) > 1):
                 header = QLabel(group)
                 header.setObjectName(f"section-{group}")
-                header.setStyleSheet(SECTION_STYLE)
+                theme.set_themed_style_sheet(header, SECTION_STYLE)
                 header.setIndent(0)
                 header.setContentsMargins(0, 8, 0, 0)
                 self._grid.addWidget(header, row, 0, 1, 2)

@@ -37,6 +37,7 @@ from PySide6.QtWidgets import (
 from workbench.modeltools.model_index import name_in_project
 from workbench.modeltools.report import ReportPlot, ReportTable, ToolReport, figure_label, format_cell, format_figure
 from workbench.modeltools.widgets.scrolling import WrappingScrollArea
+from workbench.qt import theme
 
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 TABLES_MIN_HEIGHT = 220
@@ -94,8 +95,8 @@ class ResultView(QWidget):
         self.previous_note = QLabel("")
         self.previous_note.setObjectName("result-previous-note")
         self.previous_note.setWordWrap(True)
-        self.previous_note.setStyleSheet("background: #eef2f8; border: 1px solid #c9d4e5; border-radius: 3px;"
-                                         " padding: 4px 6px; color: #2f3b4c;")
+        theme.set_themed_style_sheet(self.previous_note, "background: @INFO_BACKGROUND;"
+                                                         " border: 1px solid @INFO_BORDER; border-radius: 3px; padding: 4px 6px; color: @FOREGROUND;")
         self.previous_note.hide()
 
         self.figures = QFrame()
@@ -108,8 +109,8 @@ class ResultView(QWidget):
         self.warnings = QLabel("")
         self.warnings.setObjectName("result-warnings")
         self.warnings.setWordWrap(True)
-        self.warnings.setStyleSheet("background: #fff4d6; border: 1px solid #ecd290; border-radius: 3px;"
-                                    " padding: 6px; color: #5c4400;")
+        theme.set_themed_style_sheet(self.warnings, "background: @WARNING_BACKGROUND;"
+                                                    " border: 1px solid @WARNING_BORDER; border-radius: 3px; padding: 6px; color: @WARNING_TEXT;")
         self.tabs = _ReportTabs()
         self.tabs.setObjectName("result-tabs")
         self.tabs.setDocumentMode(True)
@@ -118,11 +119,11 @@ class ResultView(QWidget):
         self.outputs.setObjectName("result-outputs")
         self.outputs.setWordWrap(True)
         self.outputs.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.outputs.setStyleSheet("color: #333;")
+        theme.set_themed_style_sheet(self.outputs, "color: @FOREGROUND;")
         self.empty = QLabel("Run the tool to see its report here.")
         self.empty.setObjectName("result-empty")
         self.empty.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.empty.setStyleSheet("color: #888;")
+        theme.set_themed_style_sheet(self.empty, "color: @MUTED_TEXT;")
 
         # A long report scrolls as a whole: figures, warnings and tables keep their size.
         self.tabs.setMinimumHeight(TABLES_MIN_HEIGHT)
@@ -256,14 +257,14 @@ class ResultView(QWidget):
         card = QFrame()
         card.setObjectName(f"figure-{name}")
         card.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Minimum)
-        card.setStyleSheet("QFrame { background: #f4f6f9; border: 1px solid #dde2ea; border-radius: 4px; }"
-                           " QLabel { border: none; background: transparent; }")
+        theme.set_themed_style_sheet(card, "QFrame { background: @PANEL_BACKGROUND;"
+                                           " border: 1px solid @PANEL_BORDER; border-radius: 4px; } QLabel { border: none; background: transparent; }")
         column = QVBoxLayout(card)
         column.setContentsMargins(10, 6, 10, 6)
         column.setSpacing(0)
         caption = QLabel(figure_label(name))
         caption.setObjectName(f"figure-label-{name}")
-        caption.setStyleSheet("color: #5f6b7a; font-size: 11px;")
+        theme.set_themed_style_sheet(caption, "color: @MUTED_TEXT; font-size: 11px;")
         caption.setToolTip(name)
         caption.setWordWrap(True)
         shown = QLabel(text)

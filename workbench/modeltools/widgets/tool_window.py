@@ -41,6 +41,7 @@ from workbench.modeltools.widgets.param_form import ParamForm
 from workbench.modeltools.widgets.result_view import ResultView
 from workbench.modeltools.widgets.scrolling import WrappingScrollArea
 from workbench.tasks import Progress
+from workbench.qt import theme
 
 IDLE, RUNNING = "idle", "running"
 LOG_LINES = 20_000
@@ -110,8 +111,8 @@ class ErrorBanner(QFrame):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.setObjectName("tool-error-banner")
-        self.setStyleSheet("#tool-error-banner { background: #fdecea; border: 1px solid #f0b6b0;"
-                           " border-radius: 4px; } QLabel { color: #8c1d18; }")
+        theme.set_themed_style_sheet(self, "#tool-error-banner { background: @ERROR_BACKGROUND;"
+                                           " border: 1px solid @ERROR_BORDER; border-radius: 4px; } QLabel { color: @ERROR_TEXT; }")
         self.label = QLabel("")
         self.label.setObjectName("tool-error-message")
         self.label.setWordWrap(True)
@@ -205,7 +206,7 @@ class ToolWindow(QMainWindow):
         tool_summary = QLabel(in_window_words(spec.summary, spec))
         tool_summary.setObjectName("tool-summary")
         tool_summary.setWordWrap(True)
-        tool_summary.setStyleSheet("color: #5f6b7a;")
+        theme.set_themed_style_sheet(tool_summary, "color: @MUTED_TEXT;")
         self.banner = ErrorBanner()
 
         self.form = ParamForm(spec, self.project)
@@ -222,8 +223,8 @@ class ToolWindow(QMainWindow):
 
         self.folded_bar = QFrame()
         self.folded_bar.setObjectName("tool-form-folded")
-        self.folded_bar.setStyleSheet("#tool-form-folded { background: #f4f6f9; border: 1px solid #dde2ea;"
-                                      " border-radius: 4px; }")
+        theme.set_themed_style_sheet(self.folded_bar, "#tool-form-folded { background: @PANEL_BACKGROUND;"
+                                                      " border: 1px solid @PANEL_BORDER; border-radius: 4px; }")
         self.folded_text = QLabel("")
         self.folded_text.setObjectName("tool-form-summary")
         self.folded_text.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
@@ -509,7 +510,7 @@ class ToolWindow(QMainWindow):
         if blocked:
             field, reason = self.form.first_problem()
             self.run_button.setToolTip(reason)
-            self.run_reason.setText(f'<a href="problem" style="color: #b3261e; text-decoration: none;">'
+            self.run_reason.setText(f'<a href="problem" style="color: {theme.ERROR_TEXT}; text-decoration: none;">'
                                     f'{_escape(reason)}</a>')
             if self.form_folded:
                 self.fold_form(False)

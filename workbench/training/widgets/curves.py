@@ -98,7 +98,7 @@ class CurvesView(QWidget):
         self.empty_label = QLabel(empty_text)
         self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.empty_label.setWordWrap(True)
-        self.empty_label.setStyleSheet("color: #777;")
+        theme.set_themed_style_sheet(self.empty_label, "color: @MUTED_TEXT;")
         self._stack.addWidget(self.empty_label)
         self._plots_page: QWidget | None = None
         self._plots_row: QBoxLayout | None = None

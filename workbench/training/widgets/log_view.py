@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.training.widgets.log_links import find_links, link_at
+from workbench.qt import theme
 
 # Enough for any traceback and a long stretch of training output; older lines scroll away.
 MAX_LOG_LINES = 20_000
@@ -109,7 +110,7 @@ class LogView(QWidget):
         self.follow.setToolTip("Keep the newest output in view")
         self.follow.toggled.connect(lambda on: on and self._scroll_to_end())
         self.note = QLabel("")
-        self.note.setStyleSheet("color: #777;")
+        theme.set_themed_style_sheet(self.note, "color: @MUTED_TEXT;")
         bar = QHBoxLayout()
         bar.setContentsMargins(4, 2, 4, 2)
         bar.addWidget(self.note, 1)

@@ -26,6 +26,7 @@ from workbench.training.widgets.run_details import RunDetails
 from workbench.training.widgets.run_poller import RunPoller, WatchedRun
 from workbench.training.widgets.runs_table import RunsTable
 from workbench.training.widgets.session import RunRow, TrainingSession
+from workbench.qt import theme
 
 ACTIVE_REFRESH_MS = 1000
 IDLE_REFRESH_MS = 4000
@@ -48,7 +49,7 @@ def _hint(text: str) -> QLabel:
     label = QLabel(text)
     label.setAlignment(Qt.AlignmentFlag.AlignCenter)
     label.setWordWrap(True)
-    label.setStyleSheet("color: #777; padding: 12px;")
+    theme.set_themed_style_sheet(label, "color: @MUTED_TEXT; padding: 12px;")
     return label
 
 

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.training.hparams_files import parse_overrides
+from workbench.qt import theme
 
 NO_FILE = "(none: the schema's defaults)"
 
@@ -61,7 +62,7 @@ class TrainDialog(QDialog):
         self.nproc.setValue(nproc)
         self.nproc.setToolTip("More than 1 starts the script under torchrun (DistributedDataParallel)")
         self.error = QLabel("")
-        self.error.setStyleSheet("color: #d93025;")
+        theme.set_themed_style_sheet(self.error, "color: @ERROR_TEXT;")
         self.error.setWordWrap(True)
         form = QFormLayout()
         self.summary = QLabel("")
