@@ -33,3 +33,18 @@ def wait_with_events(condition, timeout: float = 90.0, what: str = ""):
         if QApplication.instance() is not None:
             QApplication.processEvents(QEventLoop.ProcessEventsFlag.AllEvents, 20)
         time.sleep(0.01)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie, ended but not yet reaped, does not)."""
+    import os
+    from pathlib import Path
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True

@@ -3,7 +3,6 @@ with Restart (never a dialog), the window stays usable, and Restart after the fi
 
 from __future__ import annotations
 
-import os
 import stat
 import sys
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtWidgets import QApplication, QMessageBox
 
+from tests.waiting import pid_alive
 from workbench.console.widgets import panel_of
 from workbench.qt.notice import NoticeBar
 
@@ -106,19 +106,8 @@ def test_a_kernel_that_hangs_on_start_is_given_up_by_restart_and_after_its_time(
     assert console.state == "starting"
 
     console.restart()  # Restart while it hangs gives this start up for a new one
-    wait_for(lambda: not _alive(first), what="the first hanging process to end")
+    wait_for(lambda: not pid_alive(first), what="the first hanging process to end")
     wait_for(lambda: console.state == "dead", what="the second start to give up")
     message = one_message(panel, console)
     assert "did not answer within 3 s" in message
-    assert all(not _alive(int(pid)) for pid in pids.read_text().split())
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[0] != "Z"
-    except OSError:
-        return False
+    assert all(not pid_alive(int(pid)) for pid in pids.read_text().split())

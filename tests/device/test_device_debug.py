@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.device_agent.dap import DapClient, attach_and_stop_at
+from tests.waiting import pid_alive
 from workbench.device.device_debug import TunnelClosed, start_device_debug
 from workbench.device.errors import DeviceError
 from workbench.device.link import DeviceLink, pair_device
@@ -128,7 +129,7 @@ def test_a_link_cut_mid_debug_is_a_clear_error_and_stops_the_script(phone, proje
         tunnel = run.open_tunnel()
         dap = DapClient(tunnel)
         attach_and_stop_at(dap, str(script.resolve()), LOOP_LINE, run.dap_path_mappings())
-        assert _alive(run.pid)
+        assert pid_alive(run.pid)
         forward.cut()
         with pytest.raises(TunnelClosed) as dropped:
             while True:
@@ -138,7 +139,7 @@ def test_a_link_cut_mid_debug_is_a_clear_error_and_stops_the_script(phone, proje
         assert "the script on the device was stopped" in message
         assert isinstance(dropped.value, ConnectionError)  # a DAP client ends on OSError
         deadline = time.monotonic() + 30
-        while _alive(run.pid):
+        while pid_alive(run.pid):
             assert time.monotonic() < deadline, "the script outlived the link"
             time.sleep(0.05)
     finally:
@@ -167,14 +168,6 @@ def test_an_agent_without_debugging_says_what_to_install(project, tmp_path, star
     assert "pip install debugpy" in str(error.value)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def test_the_projects_debugger_attaches_through_the_tunnel(phone, project):
     """What Run ▸ Debug on a device does: workbench.debug's session over the tunnel."""
     from workbench.debug import AttachConfig, Breakpoint, DebugSession
@@ -194,7 +187,7 @@ def test_the_projects_debugger_attaches_through_the_tunnel(phone, project):
         assert end is not None and end.error
         assert "dropped during debugging" in end.message and "Debug Phone" in end.message
         deadline = time.monotonic() + 30
-        while _alive(run.pid):
+        while pid_alive(run.pid):
             assert time.monotonic() < deadline, "the script outlived the link"
             time.sleep(0.05)
     finally:

@@ -5,7 +5,6 @@ stops the script on the device, and errors are one line."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -13,6 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from tests.waiting import pid_alive
 
 from .conftest import cli_env, run_cli
 
@@ -119,17 +120,9 @@ time.sleep(600)
     assert command.returncode == 130, err
     assert err.strip().splitlines()[-1] == "workbench: cancelled"
     deadline = time.monotonic() + 30
-    while _alive(pid):
+    while pid_alive(pid):
         assert time.monotonic() < deadline, "the script went on running on the device"
         time.sleep(0.05)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_errors_are_one_line(phone, tmp_path):

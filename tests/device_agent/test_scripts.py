@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from tests.waiting import pid_alive
 from workbench_device.protocol import Err, RemoteError
 
 VERIFY = b'''
@@ -109,19 +110,9 @@ def test_stopping_the_agent_stops_the_scripts_it_runs(start_agent, tmp_path):
     pid = int(pid_file.read_text())
     agent.stop()
     deadline = time.monotonic() + 30
-    while _alive(pid) and time.monotonic() < deadline:
+    while pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert not _alive(pid)
-
-
-def _alive(pid: int) -> bool:
-    import os
-
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+    assert not pid_alive(pid)
 
 
 def _ignore_errors(call, *args, **kwargs):

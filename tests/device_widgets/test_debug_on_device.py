@@ -4,9 +4,9 @@ Restart starts the script on the device again, and Stop leaves nothing running t
 
 from __future__ import annotations
 
-import os
 import time
 
+from tests.waiting import pid_alive
 from workbench.debug.widgets import controller_of, panel_of as debug_panel_of
 from workbench.device.widgets import panel_of
 
@@ -21,15 +21,6 @@ for index, score in enumerate(scores):
     print(index, ratio, flush=True)
 """
 LOOP_LINE = 6
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
 
 DEBUGGER = ("workbench.debug.widgets:install",)
 
@@ -57,7 +48,7 @@ def test_a_breakpoint_stops_the_script_on_the_device_and_restart_runs_it_again(
     qtbot.waitUntil(lambda: {"best", "score"} <= set(dock_panel.variables.loaded_names()),
                     timeout=TIMEOUT_MS)
     first = int(pids.read_text().split()[0])
-    assert _alive(first)
+    assert pid_alive(first)
 
     with qtbot.waitSignal(controller.sig_stopped, timeout=TIMEOUT_MS):
         window.commands.execute("debug.restart")
@@ -74,7 +65,7 @@ def test_a_breakpoint_stops_the_script_on_the_device_and_restart_runs_it_again(
 
 def _wait_gone(qtbot, pid: int) -> None:
     deadline = time.monotonic() + 30
-    while _alive(pid):
+    while pid_alive(pid):
         assert time.monotonic() < deadline, f"the script ({pid}) went on running on the device"
         qtbot.wait(50)
 

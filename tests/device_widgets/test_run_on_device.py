@@ -4,12 +4,12 @@ while it runs, Stop stops it on the device, and a missing device is one line in 
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 from PySide6.QtGui import QColor
 
+from tests.waiting import pid_alive
 from workbench.device.widgets import panel_of
 from workbench.device.widgets.script_run import STDERR_COLOR, ScriptView
 
@@ -107,17 +107,9 @@ time.sleep(600)
     view.stop_button.click()
     assert not view.running and view.ending.text() == "Stopped"
     deadline = time.monotonic() + 30
-    while _alive(pid):
+    while pid_alive(pid):
         assert time.monotonic() < deadline, "the script went on running on the device"
         qtbot.wait(50)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_without_a_device_run_on_device_says_what_to_do(device_window, digits_project, qtbot):
