@@ -164,10 +164,11 @@ def _follow_system(app) -> None:
 def palette(theme: str) -> QPalette:
     """The application palette of ``theme``."""
     if theme == LIGHT:
-        from PySide6.QtWidgets import QStyleFactory
+        from PySide6.QtWidgets import QApplication, QStyleFactory
 
-        style = QStyleFactory.create("Fusion")
-        light = style.standardPalette()
+        app = QApplication.instance()
+        fusion = app is not None and app.style().name().lower() == "fusion"
+        light = (app.style() if fusion else QStyleFactory.create("Fusion")).standardPalette()
         light.setColor(QPalette.ColorRole.PlaceholderText, QColor(_COLOURS[LIGHT]["MUTED_TEXT"]))
         light.setColor(QPalette.ColorRole.Link, QColor(_COLOURS[LIGHT]["LINK"]))
         return light
