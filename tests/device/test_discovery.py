@@ -3,8 +3,10 @@ with no phone attached)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -12,7 +14,7 @@ from workbench.device.discovery import adb_forward, browse, find_adb, parse_addr
 from workbench.device.errors import AdbError, DeviceError
 from workbench.device.link import DeviceLink, pair_device, resolve
 
-from .conftest import free_port, run_cli
+from .conftest import cli_env, free_port, run_cli
 
 
 def test_mdns_finds_an_agent_announced_on_loopback_and_its_name_reaches_it(start_agent):
@@ -27,6 +29,29 @@ def test_mdns_finds_an_agent_announced_on_loopback_and_its_name_reaches_it(start
     pair_device("Announced Phone", agent.code)
     with DeviceLink.open("announced phone") as link:  # now by its paired name
         assert link.target.via == "paired" and link.info()["name"] == "Announced Phone"
+
+
+LIST_UNTIL_SEEN = """
+import json, sys
+from workbench.device.discovery import device_overview
+for _ in range(15):
+    ids = [row["device_id"] for row in device_overview(seconds=2.0)["devices"]]
+    if sys.argv[1] in ids:
+        break
+print(json.dumps({"ids": ids, "zeroconf_loaded": "zeroconf" in sys.modules}))
+"""
+
+
+def test_listing_devices_browses_the_lan_in_a_child_process_so_the_lister_never_holds_zeroconf(start_agent):
+    """The Devices panel lists devices from its window's process: the mDNS browse (zeroconf,
+    asyncio) runs in a process of its own, which ends with it."""
+    agent = start_agent(name="Listed Phone", mdns=True)
+    listed = subprocess.run([sys.executable, "-c", LIST_UNTIL_SEEN, agent.device_id], capture_output=True,
+                            text=True, timeout=120, env=cli_env())
+    assert listed.returncode == 0, listed.stderr
+    result = json.loads(listed.stdout)
+    assert agent.device_id in result["ids"]
+    assert result["zeroconf_loaded"] is False
 
 
 @pytest.mark.parametrize("text, expected", [

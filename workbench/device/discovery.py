@@ -1,7 +1,8 @@
 """Finding devices: agents announcing themselves by mDNS on the LAN, an address the user types
 (``HOST:PORT``), and phones on a USB cable through ``adb forward``.
 
-mDNS goes through the zeroconf package, for a few seconds at a time; ``$WORKBENCH_MDNS_INTERFACES``
+mDNS goes through the zeroconf package, for a few seconds at a time (in a process of its own when
+devices are listed, so a window does not keep zeroconf); ``$WORKBENCH_MDNS_INTERFACES``
 (addresses, comma-separated) limits it to some interfaces (tests keep it on loopback). adb is
 Android's own tool, run as a child process; when it is missing or no phone is attached the error
 says what to do.
@@ -51,6 +52,11 @@ class SeenDevice:
         return {"name": self.name, "device_id": self.device_id, "host": self.host,
                 "port": self.port, "address": self.address, "source": self.source,
                 "protocol": self.protocol, "addresses": self.addresses}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "SeenDevice":
+        return cls(str(data["name"]), str(data["device_id"]), str(data["host"]), int(data["port"]),
+                   str(data["source"]), data.get("protocol"), list(data.get("addresses") or []))
 
 
 # --- Addresses ----------------------------------------------------------------------------
@@ -130,6 +136,26 @@ def browse(seconds: float = BROWSE_SECONDS, interfaces: list[str] | None = None,
     finally:
         zc.close()
     return sorted(found.values(), key=lambda d: (d.name.lower(), d.device_id))
+
+
+def browse_in_child(seconds: float = BROWSE_SECONDS) -> list[SeenDevice]:
+    """``browse(seconds)`` in a process of its own: zeroconf, with asyncio under it (13 MB), loads
+    there and goes with it, so a window that lists devices now and then does not keep it.
+    DeviceError as ``browse`` raises it."""
+    import json
+    import sys
+
+    command = [sys.executable, "-m", "workbench.device.discovery", str(seconds)]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise DeviceError(f"cannot look for devices on the LAN ({_one_line(exc)}); name them by "
+                          "HOST:PORT") from None
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines()
+        raise DeviceError(lines[-1] if lines else f"looking for devices on the LAN failed (exit status "
+                                                  f"{done.returncode}); name them by HOST:PORT")
+    return [SeenDevice.from_json(row) for row in json.loads(done.stdout)]
 
 
 def _resolve_service(zc, service_name: str, seconds: float) -> SeenDevice | None:
@@ -369,7 +395,7 @@ def device_overview(devices=None, browse_lan: bool = True, seconds: float = BROW
     local_running = running_local_agent() if local_record else None
 
     with ThreadPoolExecutor(max_workers=8) as pool:
-        lan = pool.submit(browse, seconds) if browse_lan else None
+        lan = pool.submit(browse_in_child, seconds) if browse_lan else None
         hellos = list(pool.map(lambda d: probe(d.host, d.port, host_id, identity=identity,
                                                pin=pins.get(d.device_id)), paired))
         try:
@@ -427,3 +453,24 @@ def device_overview(devices=None, browse_lan: bool = True, seconds: float = BROW
             notes.append(str(exc))
     ordered = sorted(rows.values(), key=lambda r: (not r.local, not r.paired, r.name.lower()))
     return {"devices": [r.to_json() for r in ordered], "usb": usb_list, "notes": notes}
+
+
+def _main(argv: list[str]) -> int:
+    """``python -m workbench.device.discovery [SECONDS]`` (``browse_in_child``'s process): the
+    devices seen on the LAN as a JSON list on stdout, or browse's error on stderr and exit 1."""
+    import json
+    import sys
+
+    try:
+        found = browse(float(argv[0]) if argv else BROWSE_SECONDS)
+    except DeviceError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    print(json.dumps([device.to_json() for device in found]))
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(_main(sys.argv[1:]))
