@@ -41,6 +41,7 @@ class FileList:
     name_word_starts: tuple[tuple[int, ...], ...] = ()
     word_heads: dict[str, list[int]] = field(default_factory=dict)
     name_heads: dict[str, list[int]] = field(default_factory=dict)
+    _head_sets: dict[str, frozenset[int]] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, paths) -> "FileList":
@@ -64,6 +65,13 @@ class FileList:
 
     def __len__(self) -> int:
         return len(self.paths)
+
+    def with_word_head(self, head: str) -> frozenset[int]:
+        """The files in ``word_heads[head]``, as a set (made once per head)."""
+        found = self._head_sets.get(head)
+        if found is None:
+            found = self._head_sets[head] = frozenset(self.word_heads.get(head, ()))
+        return found
 
 
 class FileIndex:

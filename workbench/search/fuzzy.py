@@ -27,8 +27,8 @@ IN_FILE_NAME = 100_000
 REACHES_FILE_NAME = 500
 """What a match with the folders adds when it ends in the file name."""
 
-APPROXIMATE_AFTER = 400
-"""How many matches of a kind a key ranks exactly at most; beyond, the shortest paths."""
+APPROXIMATE_AFTER = 200
+"""How many name matches a key ranks exactly at most; beyond, the shortest paths."""
 
 RECENT = 100_000_000
 """What being recently opened adds: more than any match is worth, so recent files lead."""
@@ -87,8 +87,9 @@ class FileRanker:
         self.files = files
         self._index_of = {path: index for index, path in enumerate(files.paths)}
         self._length_of = [len(path) for path in files.paths].__getitem__
-        self._last_query: str | None = None
-        self._last_survivors: list[int] = []
+        # For each kind of survivor (letters in the name, letters in the path, the query at a
+        # word start of the name): the query they were found for, and the files.
+        self._narrowed: dict[str, tuple[str, list[int]]] = {}
 
     def rank(self, query: str, recent: list[str] | None = None, limit: int = 50) -> list[FileMatch]:
         """The best ``limit`` files for ``query``; for an empty query, the recent files that
@@ -127,17 +128,18 @@ class FileRanker:
         if len(pieces) != 1 or "/" in pieces[0]:
             return None
         piece = pieces[0]
-        head = piece[:2]
         files = self.files
-        in_words = files.word_heads.get(head, [])
-        if len(in_words) < limit:
+        if len(files.word_heads.get(piece[:2], ())) < limit:
             return None
-        at_start = files.name_heads.get(head, [])
+        in_words = files.word_heads[piece[:2]]
         if len(piece) > 2:
-            at_start = [i for i in at_start if files.lowered[i].startswith(piece, files.name_starts[i])]
-            in_words = [i for i in in_words if self._starts_a_word(i, piece)]
+            starts_a_word = self._starts_a_word
+            in_words = self._narrow("word start", piece, lambda: in_words,
+                                    lambda pool: [i for i in pool if starts_a_word(i, piece)])
             if len(in_words) < limit:
                 return None
+        at_start = [i for i in files.name_heads.get(piece[:2], [])
+                    if files.lowered[i].startswith(piece, files.name_starts[i])]
         chosen = at_start[:limit]
         taken = set(chosen)
         for index in in_words:
@@ -150,19 +152,28 @@ class FileRanker:
     def _likely_best(self, query: str, limit: int, recency: dict[str, int]) -> list[int]:
         """The files worth ranking exactly: every recent match; the names holding the query at
         the start of a word (the best way, which nothing else overtakes once they fill the
-        list); else also the other name matches and, while the list is not full, the folder
-        matches, each group cut to its ``APPROXIMATE_AFTER`` shortest paths when larger (ranking
-        every match exactly would cost a key tens of milliseconds on 20,000 files)."""
-        in_name, in_folders = self._survivors(query)
+        list); else also the other name matches (their ``APPROXIMATE_AFTER`` shortest paths when
+        there are more) and, while the list is not full, the folder matches (their shortest
+        paths, twice what fills the list). Ranking every match exactly would cost a key tens of
+        milliseconds on 20,000 files."""
         pieces = query_pieces(query)
         chosen = [self._index_of[path] for path in recency]
         shortest = self._length_of
+        in_name = self._in_names(query)
         if len(pieces) == 1 and "/" not in pieces[0]:
-            at_word_start = [i for i in in_name if self._starts_a_word(i, pieces[0])]
+            piece = pieces[0]
+            heads = self.files.with_word_head(piece[:2])
+            at_word_start = [i for i in in_name if i in heads]
+            if len(piece) > 2:
+                at_word_start = [i for i in at_word_start if self._starts_a_word(i, piece)]
             if len(at_word_start) >= limit:
                 return chosen + sorted(at_word_start, key=shortest)[:APPROXIMATE_AFTER]
-        for group in (in_name, in_folders if len(in_name) < limit else []):
-            chosen += sorted(group, key=shortest)[:APPROXIMATE_AFTER] if len(group) > APPROXIMATE_AFTER else group
+        chosen += sorted(in_name, key=shortest)[:APPROXIMATE_AFTER] if len(in_name) > APPROXIMATE_AFTER else in_name
+        if len(in_name) < limit and "/" not in query:
+            # Matches with the folders fill the rest of the list: the shortest paths.
+            named = set(in_name)
+            in_folders = [i for i in self._in_paths(query) if i not in named]
+            chosen += sorted(in_folders, key=shortest)[:2 * limit] if len(in_folders) > 2 * limit else in_folders
         return chosen
 
     def _starts_a_word(self, index: int, piece: str) -> bool:
@@ -178,28 +189,36 @@ class FileRanker:
         return False
 
     def prepare(self, query: str) -> None:
-        """Find which files hold ``query``'s letters, so that the next key (which extends it)
-        narrows from those alone. Quick Open calls it between keys after a query answered from
-        the word heads, which did not need them."""
-        if query_pieces(query) and self._last_query != query:
-            self._survivors(query)
+        """Find which files hold ``query``'s letters, in their names and in their paths, so
+        that the next key (which extends it) narrows from those alone. Quick Open calls it
+        between keys, as a person reaches for the next one."""
+        if query_pieces(query):
+            self._in_names(query)
+            self._in_paths(query)
 
-    def _survivors(self, query: str) -> tuple[list[int], list[int]]:
-        """The indexes of the files holding every piece's letters in order: those holding them
-        in the file name, and those holding them only with the folders."""
-        pattern = subsequence_pattern(query)
-        files = self.files
-        lowered, name_starts = files.lowered, files.name_starts
-        if self._last_query is not None and query.lower().startswith(self._last_query.lower()):
-            pool = self._last_survivors
-        else:
-            pool = range(len(lowered))
-        test = pattern.match
-        survivors = [i for i in pool if test(lowered[i])]
-        self._last_query, self._last_survivors = query, survivors
+    def _in_names(self, query: str) -> list[int]:
+        """The files whose names hold every piece's letters in order (for a query with a
+        ``/``, whose paths do)."""
         if "/" in query:
-            return survivors, []
-        in_name, in_folders = [], []
-        for i in survivors:
-            (in_name if test(lowered[i], name_starts[i]) else in_folders).append(i)
-        return in_name, in_folders
+            return self._in_paths(query)
+        test, files = subsequence_pattern(query).match, self.files
+        lowered, name_starts = files.lowered, files.name_starts
+        return self._narrow("name", query, lambda: range(len(lowered)),
+                            lambda pool: [i for i in pool if test(lowered[i], name_starts[i])])
+
+    def _in_paths(self, query: str) -> list[int]:
+        """The files whose paths hold every piece's letters in order."""
+        test, lowered = subsequence_pattern(query).match, self.files.lowered
+        return self._narrow("path", query, lambda: range(len(lowered)),
+                            lambda pool: [i for i in pool if test(lowered[i])])
+
+    def _narrow(self, kind: str, query: str, everything, keep) -> list[int]:
+        """The files ``keep`` keeps of those kept for the last query of this ``kind`` when
+        ``query`` extends it (a longer query keeps fewer), else of ``everything``."""
+        last = self._narrowed.get(kind)
+        if last is not None and last[0] == query:
+            return last[1]
+        pool = last[1] if last is not None and query.lower().startswith(last[0].lower()) else everything()
+        kept = keep(pool)
+        self._narrowed[kind] = (query, kept)
+        return kept

@@ -99,7 +99,8 @@ class FileMatchDelegate(QStyledItemDelegate):
             folder_rect = QRect(x + 10, text_rect.top(), max(0, text_rect.right() - x - 10 - note_width),
                                 text_rect.height())
             metrics = QFontMetrics(plain)
-            if metrics.horizontalAdvance(folder) <= folder_rect.width():
+            in_folder = any(at < name_start for at in found.positions)
+            if in_folder and metrics.horizontalAdvance(folder) <= folder_rect.width():
                 # It fits: the letters matched in the folders are bold too.
                 x = folder_rect.left()
                 for start, end, is_bold in _runs(folder, 0, marked):
