@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Callable
 
+import shiboken6
 from PySide6.QtCore import QObject, QRectF, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAbstractTextDocumentLayout, QFontDatabase, QPalette, QTextDocument
 from PySide6.QtWidgets import (
@@ -349,7 +350,7 @@ class FindInFilesPanel(QWidget):
         self._search_id += 1
         self.results, self.summary = [], None
         self._results_query = None
-        self.results_tree.clear()
+        _empty(self.results_tree)
         query = self.query()
         if not query.pattern:
             self._tasks.cancel("search.find")
@@ -490,7 +491,7 @@ class FindInFilesPanel(QWidget):
                 change.problem = unsaved[change.path]
         tree = self.preview_tree
         tree.blockSignals(True)
-        tree.clear()
+        _empty(tree)
         for change in plan.files:
             file_item = QTreeWidgetItem([f"{change.path}  ({len(change.edits)})"])
             file_item.setData(0, PLACE_ROLE, change.path)
@@ -544,7 +545,7 @@ class FindInFilesPanel(QWidget):
 
     def close_preview(self) -> None:
         self.plan = None
-        self.preview_tree.clear()
+        _empty(self.preview_tree)
         self.pages.setCurrentIndex(0)
 
     def unsaved_files(self) -> dict[str, str]:
@@ -598,6 +599,13 @@ class FindInFilesPanel(QWidget):
         self._say(str(error) if isinstance(error, ReplaceError) else f"The replacement failed: {error}", error=True)
         self._update_buttons()
         self.sig_replace_finished.emit(None)
+
+
+def _empty(tree: QTreeWidget) -> None:
+    """Remove every row of ``tree``. QTreeWidget.clear() takes time that grows with the square of
+    the expanded rows (8 s for 7,500 files); taken off the tree in one call they go at once."""
+    for item in tree.invisibleRootItem().takeChildren():
+        shiboken6.delete(item)  # taken items are not freed with their Python wrappers
 
 
 def _skipped_lines(skipped: list[tuple[str, str]]) -> str:
