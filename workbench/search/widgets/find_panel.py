@@ -188,6 +188,7 @@ class FindInFilesPanel(QWidget):
         self._open_file = open_file
         self._editors = editors
         self.results: list[FileMatches] = []
+        self._match_total = 0
         self.summary: SearchSummary | None = None
         self.plan: ReplacePlan | None = None
         self._results_query: SearchQuery | None = None
@@ -349,6 +350,7 @@ class FindInFilesPanel(QWidget):
         self.close_preview()
         self._search_id += 1
         self.results, self.summary = [], None
+        self._match_total = 0
         self._results_query = None
         _empty(self.results_tree)
         query = self.query()
@@ -369,6 +371,7 @@ class FindInFilesPanel(QWidget):
         """Stop the running search; what it found so far stays listed."""
         if self.searching:
             self._tasks.cancel("search.find")
+            self._search_id += 1  # batches still on their way are dropped: the list stays as it is
             self._say(f"Search cancelled: {self._counts()} so far.")
             self._update_buttons()
             self.sig_search_finished.emit(None)
@@ -385,6 +388,7 @@ class FindInFilesPanel(QWidget):
         file_items = []
         for found in batch:
             self.results.append(found)
+            self._match_total += found.match_count
             file_item = QTreeWidgetItem([f"{found.path}  ({found.match_count})"])
             file_item.setToolTip(0, root + found.path)
             file_item.setFont(0, bold)
@@ -424,7 +428,7 @@ class FindInFilesPanel(QWidget):
         self.sig_search_finished.emit(None)
 
     def _counts(self) -> str:
-        matches = sum(found.match_count for found in self.results)
+        matches = self._match_total
         files = len(self.results)
         return f"{matches:,} result{'s' if matches != 1 else ''} in {files:,} file{'s' if files != 1 else ''}"
 
