@@ -277,7 +277,9 @@ def install_quick_open(window) -> QuickOpen:
     popup = QuickOpen(recent.paths, window)
 
     def walk() -> None:
-        window.tasks.run("search.file_index", index.refresh, on_done=popup.set_files)
+        # A walk still under way is left to finish: a new one would drop its result.
+        if not window.tasks.is_running("search.file_index"):
+            window.tasks.run("search.file_index", index.refresh, on_done=popup.set_files)
 
     def note(path) -> None:
         relative = index.relative(path)
