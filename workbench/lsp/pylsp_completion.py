@@ -11,26 +11,27 @@ start with what is typed, so the names a person narrows the list to do get their
 
 from __future__ import annotations
 
-import logging
+import pluggy
 
-from pylsp import _utils, hookimpl, lsp
-
-log = logging.getLogger(__name__)
+# pylsp's own marker, made here so that importing this module loads nothing of pylsp (it is only
+# ever imported by pylsp itself, which has loaded it already).
+hookimpl = pluggy.HookimplMarker("pylsp")
 
 PLUGIN = "workbench_completion"
 KINDS_AT_MOST = 100
 
+# jedi's types as LSP's CompletionItemKind numbers (the specification's, as pylsp maps them).
 _KINDS = {
-    "module": lsp.CompletionItemKind.Module,
-    "namespace": lsp.CompletionItemKind.Module,
-    "class": lsp.CompletionItemKind.Class,
-    "instance": lsp.CompletionItemKind.Reference,
-    "function": lsp.CompletionItemKind.Function,
-    "param": lsp.CompletionItemKind.Variable,
-    "path": lsp.CompletionItemKind.File,
-    "keyword": lsp.CompletionItemKind.Keyword,
-    "property": lsp.CompletionItemKind.Property,
-    "statement": lsp.CompletionItemKind.Variable,
+    "module": 9,
+    "namespace": 9,
+    "class": 7,
+    "instance": 18,
+    "function": 3,
+    "param": 6,
+    "path": 17,
+    "keyword": 14,
+    "property": 10,
+    "statement": 6,
 }
 
 
@@ -48,6 +49,8 @@ def pylsp_settings():
 
 @hookimpl
 def pylsp_completions(config, document, position):
+    from pylsp import _utils
+
     settings = config.plugin_settings(PLUGIN, document_path=document.path)
     at_most = int(settings.get("kinds_at_most", KINDS_AT_MOST))
     code_position = _utils.position_to_jedi_linecolumn(document, position)
