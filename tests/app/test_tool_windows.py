@@ -103,8 +103,8 @@ def test_hub_open_tool_starts_a_tool_window_process_that_registers_and_runs_a_re
 def test_a_tool_window_whose_job_ended_holds_no_heavy_module_and_its_job_process_is_gone(workbench, child_tools,
                                                                                          tmp_path):
     """What keeps an idle tool window near a bare Qt window's memory (benchmarks/memory.py): the
-    job loaded onnx and onnxruntime in its own process, which ended with it; the report's chart
-    (pyqtgraph, with NumPy) is drawn only when its tab is shown."""
+    job loaded onnx, onnxruntime and NumPy in its own process, which ended with it; the report's
+    chart (pyqtgraph, with NumPy) is drawn only when its tab is shown."""
     model = make_onnx(tmp_path / "models" / "tiny.onnx")
     workbench.run()
     opened = workbench.call("hub.open_tool", {"tool": "quantize", "run": True, "values": {
