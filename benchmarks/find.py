@@ -8,11 +8,18 @@ Prints one JSON object, one entry per figure (``--only NAME`` runs one):
   same in the GUI thread's processor time, which a busy machine (see ``load_average``) does not
   inflate.
 
+- find_in_files_ratio (with find_in_files_first_ratio): a literal found in about one file in
+  ten, from asking the Find in Files panel to all its results listed and painted (to its first
+  results painted), over ``rg --json`` with the same arguments alone, read to its end (to its
+  first match), in the same run; alternated runs, medians; goal ≤ 1.5 for all results. The
+  ``find_everywhere_*`` entries are the same for a literal in every file (20,000 results, as
+  many as the panel lists).
+
 The project is built once under /tmp/workbench-bench-cache/ and reused: 20,000 files in nested
 folders named like a machine-learning project's, a ``.gitignore``, and an ignored ``build/``
 folder of 1,000 more that must not be listed.
 
-Run: .venv/bin/python benchmarks/find.py [--files N] [--only quick_open]
+Run: .venv/bin/python benchmarks/find.py [--files N] [--only quick_open|find_in_files]
 """
 
 from __future__ import annotations
@@ -125,7 +132,97 @@ def measure_quick_open(root: Path, files: int) -> dict:
             "quick_open_walk_ms": round(walk_ms)}
 
 
-FIGURES = {"quick_open": measure_quick_open}
+FIND_LITERAL = "learning_rate = 0.01"  # in about one file in ten
+FIND_EVERYWHERE = "learning_rate"  # in every file: the 20,000 results the panel lists at most
+FIND_RUNS = 5
+
+
+def _rg_alone(root: Path, text: str) -> tuple[float, float]:
+    """Seconds from starting ``rg --json`` (the arguments the panel uses) to its first match
+    line read, and to all of its output read."""
+    import subprocess
+
+    from workbench.search.ripgrep import SearchQuery, ripgrep_arguments, ripgrep_binary
+
+    started = time.perf_counter()
+    process = subprocess.Popen([ripgrep_binary(), *ripgrep_arguments(SearchQuery(text))], cwd=root,
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+    first = None
+    for line in process.stdout:
+        if first is None and line.startswith(b'{"type":"match"'):
+            first = time.perf_counter() - started
+    process.wait()
+    return first, time.perf_counter() - started
+
+
+def _panel(app, panel, text: str) -> tuple[float, float, int]:
+    """Seconds from asking the Find in Files panel for ``text`` to its first results painted,
+    and to all of them painted; and the results it listed."""
+    from PySide6.QtCore import QEventLoop
+
+    times: dict[str, float] = {}
+
+    def shown(_files: int) -> None:
+        if "first" not in times:
+            panel.results_tree.viewport().repaint()
+            times["first"] = time.perf_counter() - started
+
+    def finished(_summary) -> None:
+        panel.results_tree.viewport().repaint()
+        times["all"] = time.perf_counter() - started
+        loop.quit()
+
+    loop = QEventLoop()
+    panel.sig_results_shown.connect(shown)
+    panel.sig_search_finished.connect(finished)
+    started = time.perf_counter()
+    panel.find(text)
+    loop.exec()
+    panel.sig_results_shown.disconnect(shown)
+    panel.sig_search_finished.disconnect(finished)
+    if panel.summary is None:
+        raise SystemExit(f"Find in Files failed: {panel.status_text()}")
+    return times["first"], times["all"], sum(found.match_count for found in panel.results)
+
+
+def measure_find_in_files(root: Path, files: int) -> dict:
+    from PySide6.QtWidgets import QApplication, QMainWindow
+
+    from workbench.qt.tasks import TaskRunner
+    from workbench.search.widgets.find_panel import FindInFilesPanel
+
+    app = QApplication.instance() or QApplication([])
+    window = QMainWindow()
+    window.resize(1200, 800)
+    tasks = TaskRunner(window)
+    panel = FindInFilesPanel(root, tasks, lambda *args: None)
+    window.setCentralWidget(panel)
+    window.show()
+    app.processEvents()
+    results: dict = {}
+    for name, text in (("find_in_files", FIND_LITERAL), ("find_everywhere", FIND_EVERYWHERE)):
+        _rg_alone(root, text), _panel(app, panel, text)  # warm the file cache and the imports
+        rg_first, rg_all, panel_first, panel_all = [], [], [], []
+        for _ in range(FIND_RUNS):  # alternated, so a busy moment falls on both
+            first, whole = _rg_alone(root, text)
+            rg_first.append(first)
+            rg_all.append(whole)
+            first, whole, listed = _panel(app, panel, text)
+            panel_first.append(first)
+            panel_all.append(whole)
+        ms = lambda values: round(statistics.median(values) * 1000, 1)  # noqa: E731
+        results.update({
+            f"{name}_ratio": round(statistics.median(panel_all) / statistics.median(rg_all), 2),
+            f"{name}_first_ratio": round(statistics.median(panel_first) / statistics.median(rg_first), 2),
+            f"{name}_results": listed,
+            f"{name}_all_ms": ms(panel_all), f"{name}_first_ms": ms(panel_first),
+            f"{name}_rg_all_ms": ms(rg_all), f"{name}_rg_first_ms": ms(rg_first)})
+    tasks.wait()
+    window.close()
+    return results
+
+
+FIGURES = {"quick_open": measure_quick_open, "find_in_files": measure_find_in_files}
 """Each figure's measuring function: (project root, file count) → its JSON entries."""
 
 
