@@ -15,9 +15,11 @@ from shiboken6 import isValid
 
 from workbench.git.errors import GitError
 from workbench.git.repository import Repository
+from workbench.qt.reopen import mark_reopenable
 
 SHOW_HISTORY = "git.showHistory"
 SHOW_FILE_HISTORY = "git.showFileHistory"
+OPEN_CHANGES = "git.openChanges"
 TOGGLE_BLAME = "git.toggleBlame"
 RESOLVE_CONFLICTS = "git.resolveConflicts"
 INDEX_CHANGED = "git.index_changed"
@@ -49,6 +51,7 @@ class HistoryCommands:
             self.history_views[repo.root] = view
         else:
             view.refresh()
+        mark_reopenable(view, SHOW_HISTORY)
         self.window.add_tab(view, "History", f"Commit history of {repo.root}")
         return view
 
@@ -81,8 +84,33 @@ class HistoryCommands:
             self.file_history_views[key] = view
         else:
             view.refresh()
+        mark_reopenable(view, SHOW_FILE_HISTORY, path=relative)
         self.window.add_tab(view, f"History: {path.name}", f"History of {relative}")
         return view
+
+    def open_changes(self, path: str | None = None, source: str = "", a: str | None = None,
+                     b: str | None = None):
+        """Show the diff of ``path`` (the current editor's file by default): its changes not yet
+        staged, or with ``source`` "index-vs-head" its staged ones, or with "commits" those
+        between revisions ``a`` and ``b``."""
+        from workbench.git.diff import WORKTREE_VS_INDEX
+
+        repo = self._repo()
+        if repo is None:
+            return None
+        if path is None:
+            tab = self.window.current_editor()
+            if tab is None:
+                self.window.show_error("Open a file first: Open Changes shows the changes of the file in "
+                                       "the current editor.")
+                return None
+            path = tab.path
+        path = Path(path)
+        if not path.is_absolute():
+            path = repo.root / path
+        from workbench.git.widgets.diff_view import open_diff_tab
+
+        return open_diff_tab(self.window, repo, str(path), source or WORKTREE_VS_INDEX, a=a, b=b)
 
     def toggle_blame(self):
         """Show or hide blame annotations beside the current editor's lines."""
@@ -188,6 +216,7 @@ def install_history(window, get_repo: Callable[[], Repository | None]) -> Histor
         enabled=has_repo, context=("explorer",), applies_to=lambda path: Path(path).is_file())
     # Enabled with a repository, not only with a text editor: the palette hides disabled commands,
     # and from a large-file, binary or history tab Toggle Blame says why it cannot blame there.
+    add(OPEN_CHANGES, "Open Changes", commands.open_changes, category="Git", menu="Git", enabled=has_repo)
     add(TOGGLE_BLAME, "Toggle Blame", commands.toggle_blame, category="Git", menu="Git", enabled=has_repo)
     add(RESOLVE_CONFLICTS, "Resolve Conflicts…", commands.resolve_conflicts, category="Git", menu="Git",
         enabled=has_repo)
