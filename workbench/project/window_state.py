@@ -39,6 +39,9 @@ class WindowState:
     front_docks: list[str] = field(default_factory=list)
     """The object names of the docks in front of their tab groups. The dock state holds this
     too, but a dock that brings itself forward when it is shown again would win otherwise."""
+    documents: list[dict] = field(default_factory=list)
+    """The tabs beside the editors (a diff, a history) as the commands that open them again:
+    ``{"command": id, "args": {...}, "current": bool}``, in tab order."""
 
 
 class WindowStateStore:
@@ -93,4 +96,14 @@ def _from_json(data: dict) -> WindowState:
         tree_expanded=[p for p in expanded if isinstance(p, str)] if isinstance(expanded, list)
         else [],
         front_docks=[d for d in front if isinstance(d, str)] if isinstance(front, list) else [],
+        documents=_documents(data.get("documents")),
     )
+
+
+def _documents(listed) -> list[dict]:
+    documents = []
+    for item in listed if isinstance(listed, list) else []:
+        if isinstance(item, dict) and isinstance(item.get("command"), str) and isinstance(item.get("args", {}), dict):
+            documents.append({"command": item["command"], "args": dict(item.get("args") or {}),
+                              "current": bool(item.get("current"))})
+    return documents

@@ -9,6 +9,7 @@ windows broadcast).
 from __future__ import annotations
 
 import base64
+import logging
 from pathlib import Path
 from typing import Callable
 
@@ -54,6 +55,12 @@ from workbench.ui.menus import MenuBuilder
 from workbench.settings import Settings, SettingsError
 
 STATE_SAVE_DELAY_MS = 1000
+
+log = logging.getLogger(__name__)
+# Tabs of capabilities that are still getting ready (Git reading its repository) are tried again
+# this often, for at most this many times.
+REOPEN_RETRY_MS = 200
+REOPEN_ATTEMPTS = 50
 
 
 
@@ -101,6 +108,8 @@ class ProjectWindow(QMainWindow):
         follow_theme_setting(self.settings)
         self.editor_settings = EditorSettingsFollower(self.settings, self.editors, self._save, self)
         self._settings_window = None
+        self._documents_to_reopen: list[dict] = []
+        self._front_document: QWidget | None = None
         self._reading_settings_of_another_window = False
         self.settings.on_changed(self._tell_other_windows_of_settings)
         self.commands = CommandRegistry()
@@ -226,6 +235,7 @@ class ProjectWindow(QMainWindow):
             # After the first paint, as one message: a bad line in a settings file never stops
             # the window, and the defaults apply until it is fixed.
             self.show_error("Some settings were not used:\n\n" + "\n\n".join(self.settings.problems))
+        self._reopen_documents()
         self.sig_capabilities_installed.emit()
 
     def _show_progress(self, text: str) -> None:
@@ -623,8 +633,51 @@ class ProjectWindow(QMainWindow):
             current_file=self._relative(current.path) if current else None,
             tree_expanded=self.tree.expanded_paths(),
             front_docks=self.dock_layout.front_docks(),
+            documents=self._documents(),
         )
         self._state_store.save(state)
+
+    def _documents(self) -> list[dict]:
+        """The tabs that are not editors and say how to open them again (``workbench.qt.reopen``)."""
+        from workbench.qt.reopen import reopen_spec
+
+        documents = []
+        for index in range(self.tabs.count()):
+            widget = self.tabs.widget(index)
+            spec = reopen_spec(widget) if widget is not None else None
+            if spec is not None:
+                documents.append({"command": spec[0], "args": spec[1],
+                                  "current": widget is self.tabs.currentWidget()})
+        return documents
+
+    def _reopen_documents(self, attempts_left: int = REOPEN_ATTEMPTS) -> None:
+        """Open again the diffs and histories the window had. A command not enabled yet (the
+        Git capability still reading the repository) is tried again a little later; one that
+        fails (a file gone) is left out quietly."""
+        waiting = []
+        if self._front_document is None and not any(d.get("current") for d in self._documents_to_reopen):
+            self._front_document = self.tabs.currentWidget()  # an editor was in front: it stays there
+        for document in self._documents_to_reopen:
+            command = document["command"]
+            if command not in self.commands:
+                continue
+            if not self.commands.get(command).is_enabled():
+                waiting.append(document)
+                continue
+            try:
+                widget = self.commands.execute(command, **document["args"])
+            except Exception as exc:  # noqa: BLE001 - a tab that cannot come back is only left out
+                log.info("The tab %s %s was not reopened: %s", command, document["args"], exc)
+                continue
+            if document.get("current") and isinstance(widget, QWidget):
+                self._front_document = widget
+        # Each tab opened comes to the front: the one that was in front goes there once all are in.
+        front = self._front_document
+        if front is not None and self.tabs.indexOf(front) >= 0:
+            self.tabs.setCurrentWidget(front)
+        self._documents_to_reopen = waiting
+        if waiting and attempts_left > 0:
+            QTimer.singleShot(REOPEN_RETRY_MS, lambda: self._reopen_documents(attempts_left - 1))
 
     def _relative(self, path: Path) -> str:
         try:
@@ -657,6 +710,7 @@ class ProjectWindow(QMainWindow):
             self.open_file(current)
         if state.tree_expanded:
             self.tree.restore_expanded(state.tree_expanded)
+        self._documents_to_reopen = state.documents
 
     def closeEvent(self, event: QCloseEvent) -> None:
         if not self.discard_changes_on_close and not self._settle_edits_that_cannot_be_kept():
