@@ -606,10 +606,26 @@ class FindInFilesPanel(QWidget):
 
 
 def _empty(tree: QTreeWidget) -> None:
-    """Remove every row of ``tree``. QTreeWidget.clear() takes time that grows with the square of
-    the expanded rows (8 s for 7,500 files); taken off the tree in one call they go at once."""
-    for item in tree.invisibleRootItem().takeChildren():
-        shiboken6.delete(item)  # taken items are not freed with their Python wrappers
+    """Remove every row of ``tree`` now; they are freed a few thousand at a time afterwards.
+
+    QTreeWidget.clear() takes time that grows with the square of the expanded rows (8 s for
+    7,500 files); taken off the tree in one call they go at once. Freeing 20,000 rows still
+    takes half a second, which would delay the next search's first results."""
+    taken = tree.invisibleRootItem().takeChildren()
+    if taken:
+        QTimer.singleShot(0, tree, lambda: _free_later(tree, taken))
+
+
+FREE_PER_TICK = 2000
+
+
+def _free_later(owner: QObject, items: list) -> None:
+    # Taken items are not freed with their Python wrappers: each is deleted explicitly.
+    for item in items[:FREE_PER_TICK]:
+        shiboken6.delete(item)
+    rest = items[FREE_PER_TICK:]
+    if rest:
+        QTimer.singleShot(0, owner, lambda: _free_later(owner, rest))
 
 
 def _skipped_lines(skipped: list[tuple[str, str]]) -> str:
