@@ -140,3 +140,26 @@ def test_only_tools_with_nothing_to_choose_run_on_opening():
     looks_alike = ToolSpec("inspect", "Inspect", "", (Param("model", "path", "m", required=True, positional=True),
                                                       Param("top", "int", "t")), run="x:y")
     assert not runs_on_open(looks_alike)  # a parameter without a default is a choice to make
+
+
+def test_after_a_run_the_window_grows_to_show_the_longest_table_but_not_past_the_screen(qtbot, model_file,
+                                                                                       settings):
+    from workbench.modeltools.report import ReportTable, ToolReport
+
+    window = make(qtbot, INSPECT, {"model": str(model_file)}, settings=settings, size=(760, 520))
+    rows = [[f"layer{i}", "Conv", 1000 - i, 0.99] for i in range(40)]
+    window.result_view.set_report(ToolReport("inspect", "Per layer", figures={"layers": 40},
+                                             tables=[ReportTable("Layers", ["name", "op", "macs", "cosine"], rows)]))
+    window.fold_form(True)
+    qtbot.wait(50)
+    table = window.result_view.table_views[0]
+    shown_before = table.viewport().height() // table.rowHeight(0)
+    window.fit_to_result()
+    qtbot.wait(50)
+    room = window.screen().availableGeometry()
+    assert window.height() > 520 and window.frameGeometry().bottom() <= room.bottom()
+    assert table.viewport().height() // table.rowHeight(0) > shown_before
+    height = window.height()
+    window.fit_to_result()  # nothing more to gain: it stays
+    assert window.height() == height
+    screenshot(window, "tool-window-fitted")

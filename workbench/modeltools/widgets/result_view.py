@@ -41,6 +41,8 @@ from workbench.qt import theme
 
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 TABLES_MIN_HEIGHT = 220
+# A window grows after a run until its longest table shows this many rows (or the screen is full).
+FIT_ROWS_AT_MOST = 24
 FIGURES_PER_ROW = 4
 SERIES_COLOURS = ("#3b76c4", "#e08a2c", "#3a9d5d", "#c2413a", "#8159b8", "#6b6b6b")
 # A table column is never narrower or wider than this (wider cells show in full as a tooltip).
@@ -390,6 +392,20 @@ class ResultView(QWidget):
         return holder
 
     # --- exports ------------------------------------------------------------------------------
+
+    def height_wanted(self, rows_at_most: int = FIT_ROWS_AT_MOST) -> int:
+        """How many pixels taller the report would like to be to show its longest table whole
+        (at most ``rows_at_most`` rows), 0 when every table fits."""
+        wanted = 0
+        for view in self.table_views:
+            rows = min(view.model().rowCount(), rows_at_most)
+            if rows == 0:
+                continue
+            rows_height = sum(view.rowHeight(row) for row in range(rows))
+            # The viewport is what is left for rows once the header and a sideways scroll bar
+            # (already on screen when shown) have their share.
+            wanted = max(wanted, rows_height - view.viewport().height())
+        return max(wanted, 0)
 
     def current_table(self) -> ReportTable | None:
         widget = self.tabs.currentWidget()

@@ -460,6 +460,9 @@ class ToolWindow(QMainWindow):
             self.tabs.setCurrentWidget(self.result_view)
             self._set_state(outcome)
             self.fold_form(True)
+            # Once the folded form has given its room to the report, the window grows to show
+            # the report's longest table (the per-layer table showed 4 rows).
+            QTimer.singleShot(0, self.fit_to_result)
             self._announce_outputs()
             self._update_title()
             return
@@ -477,6 +480,21 @@ class ToolWindow(QMainWindow):
             self._failed_values = self.form.values()
             self.fold_form(False)
         self._set_state(outcome)
+
+    def fit_to_result(self) -> None:
+        """Grow the window (never shrink it, never past the screen) so that the report's longest
+        table shows its rows, up to a screenful."""
+        screen = self.screen()
+        wanted = self.result_view.height_wanted()
+        if screen is None or wanted <= 0:
+            return
+        room = screen.availableGeometry()
+        height = min(self.height() + wanted, room.height() - (self.frameGeometry().height() - self.height()))
+        if height > self.height():
+            self.resize(self.width(), height)
+            top = self.frameGeometry().top()
+            if self.frameGeometry().bottom() > room.bottom():
+                self.move(self.x(), max(room.top(), top - (self.frameGeometry().bottom() - room.bottom())))
 
     def _announce_outputs(self) -> None:
         outputs = self.report.outputs if self.report is not None else []
