@@ -352,8 +352,10 @@ class FindInFilesPanel(QWidget):
         self.results, self.summary = [], None
         self._match_total = 0
         self._results_query = None
-        _empty(self.results_tree)
         query = self.query()
+        # The last search's rows are freed once this one has shown its results: freeing
+        # 20,000 rows would otherwise come before the first of them.
+        _empty(self.results_tree, self.sig_search_finished if query.pattern else None)
         if not query.pattern:
             self._tasks.cancel("search.find")
             self._say("")
@@ -605,15 +607,25 @@ class FindInFilesPanel(QWidget):
         self.sig_replace_finished.emit(None)
 
 
-def _empty(tree: QTreeWidget) -> None:
-    """Remove every row of ``tree`` now; they are freed a few thousand at a time afterwards.
+def _empty(tree: QTreeWidget, free_when: Signal | None = None) -> None:
+    """Remove every row of ``tree`` now; they are freed a few thousand at a time afterwards
+    (once ``free_when`` is emitted, when given).
 
     QTreeWidget.clear() takes time that grows with the square of the expanded rows (8 s for
     7,500 files); taken off the tree in one call they go at once. Freeing 20,000 rows still
     takes half a second, which would delay the next search's first results."""
     taken = tree.invisibleRootItem().takeChildren()
-    if taken:
+    if not taken:
+        return
+    if free_when is None:
         QTimer.singleShot(0, tree, lambda: _free_later(tree, taken))
+        return
+
+    def free(*_args) -> None:
+        free_when.disconnect(free)
+        QTimer.singleShot(0, tree, lambda: _free_later(tree, taken))
+
+    free_when.connect(free)
 
 
 FREE_PER_TICK = 2000
