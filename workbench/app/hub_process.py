@@ -51,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
         logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
         hub = Hub(welcome=welcome)
         started.append(hub)
+        from workbench.ui.window_icons import set_application_icon
+
+        set_application_icon()  # after the first paint: Qt's SVG plugin loads with it
         from workbench.app.termination import TerminationWatch
 
         # SIGTERM ends the hub as a quit does: its spare window ends with it.

@@ -175,6 +175,10 @@ def main(argv: list[str] | None = None) -> int:
     host = ToolWindowHost(args.window_id, window)
     after_first_paint(window, host.hub.connect_if_needed)
     after_first_paint(window, host.install_commands)
+    from workbench.ui.window_icons import install_tool_window_icons
+
+    # After the first paint: the icon font and Qt's SVG plugin load with them.
+    after_first_paint(window, lambda: install_tool_window_icons(window))
     mark_first_paint(window, "tool")
     window.show()
     window.raise_()

@@ -94,6 +94,17 @@ def _uncomment(line: str, prefix: str) -> str:
     return line[:column] + rest
 
 
+def move_lines(lines: list[str], first: int, last: int, step: int) -> list[str] | None:
+    """``lines`` with lines ``first``..``last`` (0-based, inclusive) moved one line up (``step``
+    -1) or down (+1) past their neighbour; None when they are already at that end."""
+    if step < 0 and first == 0 or step > 0 and last >= len(lines) - 1:
+        return None
+    block = lines[first:last + 1]
+    if step < 0:
+        return lines[:first - 1] + block + [lines[first - 1]] + lines[last + 1:]
+    return lines[:first] + [lines[last + 1]] + block + lines[last + 2:]
+
+
 def indent_for_new_line(line_before_cursor: str, language: str, indent: str = INDENT) -> str:
     """The indentation Enter should put on the new line, from the text left of the cursor.
 

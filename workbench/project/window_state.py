@@ -42,6 +42,9 @@ class WindowState:
     documents: list[dict] = field(default_factory=list)
     """The tabs beside the editors (a diff, a history) as the commands that open them again:
     ``{"command": id, "args": {...}, "current": bool}``, in tab order."""
+    first_open_dock_state_b64: str | None = None
+    """The dock state a first open gave the window, for View ▸ Reset Layout."""
+    first_open_front_docks: list[str] = field(default_factory=list)
 
 
 class WindowStateStore:
@@ -88,6 +91,7 @@ def _from_json(data: dict) -> WindowState:
             ))
     expanded = data.get("tree_expanded")
     front = data.get("front_docks")
+    first_front = data.get("first_open_front_docks")
     return WindowState(
         geometry_b64=text_or_none("geometry_b64"),
         dock_state_b64=text_or_none("dock_state_b64"),
@@ -96,6 +100,9 @@ def _from_json(data: dict) -> WindowState:
         tree_expanded=[p for p in expanded if isinstance(p, str)] if isinstance(expanded, list)
         else [],
         front_docks=[d for d in front if isinstance(d, str)] if isinstance(front, list) else [],
+        first_open_dock_state_b64=text_or_none("first_open_dock_state_b64"),
+        first_open_front_docks=[d for d in first_front if isinstance(d, str)] if isinstance(first_front, list)
+        else [],
         documents=_documents(data.get("documents")),
     )
 

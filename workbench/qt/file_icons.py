@@ -1,7 +1,8 @@
-"""File-type icons from the Material Design set that ``qtawesome`` carries, one per kind of file,
-shared by every list of files (Quick Open first; the Explorer and tabs may use it too).
+"""File-type icons from the Material Design set that ``qtawesome`` carries (drawn by
+``icon_font``, which loads that one font without importing qtawesome), one per kind of file,
+shared by every list of files: Quick Open, the Explorer, the editor tabs, the Models panel.
 
-Without qtawesome the platform's file icons are used instead. Icons are made once per kind.
+Without the font the platform's file icons are used instead. Icons are made once per kind.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ BY_SUFFIX: dict[str, tuple[str, str]] = {
     "csv": ("mdi6.file-delimited-outline", "#3c9a5f"), "tsv": ("mdi6.file-delimited-outline", "#3c9a5f"),
     "onnx": ("mdi6.cube-outline", "#5c6bc0"), "pt": ("mdi6.cube-outline", "#ee4c2c"),
     "pth": ("mdi6.cube-outline", "#ee4c2c"), "tflite": ("mdi6.cube-outline", "#f9a825"),
+    "mnn": ("mdi6.cube-outline", "#26a69a"), "hparams": ("mdi6.tune-variant", "#7e57c2"),
     "png": ("mdi6.image-outline", "#26a69a"), "jpg": ("mdi6.image-outline", "#26a69a"),
     "jpeg": ("mdi6.image-outline", "#26a69a"), "svg": ("mdi6.image-outline", "#26a69a"),
     "sh": ("mdi6.console", "#4caf50"), "c": ("mdi6.language-c", "#5c6bc0"),
@@ -54,14 +56,13 @@ class FileIcons:
         return icon
 
     def _make(self, kind: tuple[str, str], name: str) -> QIcon:
-        try:
-            import qtawesome  # loaded with the first icon shown, not at start-up
-        except ImportError:
+        from workbench.qt import icon_font  # the font loads with the first icon shown
+
+        if not icon_font.has_icon(OTHER[0]):
             return self._platform_icon(name)
-        try:
-            return qtawesome.icon(kind[0], color=kind[1])
-        except Exception:  # an icon name this qtawesome does not know
-            return qtawesome.icon(OTHER[0], color=OTHER[1])
+        if not icon_font.has_icon(kind[0]):  # a name this version of the font lacks
+            kind = OTHER
+        return icon_font.icon(*kind)
 
     def _platform_icon(self, name: str) -> QIcon:
         from PySide6.QtCore import QFileInfo

@@ -43,6 +43,9 @@ class Command:
     context: tuple[str, ...] = ()
     applies_to: Callable[[Path], bool] | None = None
     in_palette: bool = True
+    checked: Callable[[], bool] | None = None
+    """For a command that toggles something (a dock): whether it is on; its menu item is a
+    check box."""
 
     @property
     def label(self) -> str:

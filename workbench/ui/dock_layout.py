@@ -4,6 +4,10 @@ A project window's own dock (the Explorer) exists when the window is built; the 
 docks (Source Control, Runs, Models, ...) are added just after its first paint. Restoring docks
 one by one as they come cannot rebuild tab groups (a dock restored before its tab mates exist is
 split off on its own), so the whole saved state is restored again once every dock is there.
+
+View ▸ Reset Layout brings back the layout of the window's first open, kept with the saved
+layout. A window whose saved layout has none (saved before it was kept) lets the capabilities
+place their docks as on a first open once, with the saved layout put aside, to learn it.
 """
 
 from __future__ import annotations
@@ -35,6 +39,10 @@ class DockLayout(QObject):
         self._new_fronts: list[str] = []
         self._minimums: list = []
         self._settling = False
+        self._first_open_early: QByteArray | None = None
+        self.first_open_state: QByteArray | None = None
+        """The layout a first open gives, every dock of the capabilities in (None before)."""
+        self._first_open_fronts: list[str] = []
 
     # --- saving -----------------------------------------------------------------------------
 
@@ -56,9 +64,18 @@ class DockLayout(QObject):
 
     # --- restoring --------------------------------------------------------------------------
 
-    def load(self, state_b64: str | None, front_docks: list[str]) -> None:
-        """Take the saved layout and restore it for the docks there are now."""
+    def load(self, state_b64: str | None, front_docks: list[str], first_open_b64: str | None = None,
+             first_open_fronts: list[str] = ()) -> None:
+        """Take the saved layout and restore it for the docks there are now; ``first_open_b64``
+        and ``first_open_fronts`` are the first open's layout, kept with it."""
         self._saved_fronts = list(front_docks)
+        self._first_open_early = self._window.saveState()
+        if first_open_b64:
+            try:
+                self.first_open_state = QByteArray(base64.b64decode(first_open_b64))
+                self._first_open_fronts = list(first_open_fronts)
+            except ValueError:
+                pass  # learnt again (see the module)
         if not state_b64:
             return
         try:
@@ -67,14 +84,46 @@ class DockLayout(QObject):
             return  # a damaged file: the default layout
         self._window.restoreState(self._saved)
 
+    def first_open_b64(self) -> tuple[str | None, list[str]]:
+        """The first open's layout as base64 text and its front docks, to keep."""
+        if self.first_open_state is None:
+            return None, []
+        return base64.b64encode(bytes(self.first_open_state.data())).decode("ascii"), list(self._first_open_fronts)
+
+    def place_as_on_first_open(self) -> None:
+        """When the first open's layout is not known: put the docks there are now back where a
+        first open has them, for the capabilities to add theirs as on a first open
+        (``restore_all`` learns that layout, then brings the saved one back)."""
+        if self._saved is not None and self.first_open_state is None and self._first_open_early is not None:
+            self._window.restoreState(self._first_open_early)
+
+    def reset(self) -> None:
+        """Bring back the layout of a first open (View ▸ Reset Layout)."""
+        if self.first_open_state is None:
+            return
+        self._stop_settling()
+        for dock in self._window.findChildren(QDockWidget):
+            dock.setFloating(False)
+        self._window.restoreState(self.first_open_state)
+        for name in self._first_open_fronts:
+            dock = self._window.findChild(QDockWidget, name)
+            if dock is not None:
+                dock.raise_()
+
     def restore_all(self) -> None:
         """Restore the whole saved layout, now that every dock exists. A dock the saved layout
         does not know keeps the place its capability gave it: its area, or its place among the
         tabs of a known dock."""
         self.restored = True
+        window = self._window
+        if self.first_open_state is None:
+            window.layout().activate()  # the places and sizes the capabilities gave their docks
+            self.first_open_state = window.saveState()
+            self._first_open_fronts = [dock.objectName() for dock in window.findChildren(QDockWidget)
+                                       if window.tabifiedDockWidgets(dock) and self._front_of(
+                                           [dock, *window.tabifiedDockWidgets(dock)]) is dock]
         if self._saved is None:
             return
-        window = self._window
         window.layout().activate()  # the places and sizes the capabilities gave their docks
         known = bytes(self._saved.data())
 
@@ -168,3 +217,13 @@ class DockLayout(QObject):
             if self._dock_minimums() != self._minimums:
                 self._apply()
         return False
+
+
+def toggle_dock(dock: QDockWidget) -> None:
+    """Show a hidden dock, bring forward one behind another's tab, hide one in view (View ▸
+    Toggle ...): the dock's ``toggleViewAction``, except that a dock the user cannot see for a
+    tab in front of it comes forward instead of going away."""
+    if not dock.isHidden() and not dock.isVisible() and not dock.isFloating():
+        dock.raise_()
+        return
+    dock.toggleViewAction().trigger()

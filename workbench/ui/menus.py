@@ -70,6 +70,9 @@ class MenuBuilder:
                 action.setShortcut(QKeySequence(command.shortcut))
             else:
                 action.setText(f"{command.title}\t{QKeySequence(command.shortcut).toString(QKeySequence.SequenceFormat.NativeText)}")
+        if command.checked is not None:
+            action.setCheckable(True)
+            action.setChecked(bool(command.checked()))
         action.triggered.connect(lambda _checked=False, cid=command.id: self.run(cid))
         self._window.addAction(action)  # shortcuts work even for commands with no menu
         self.actions[command.id] = action
@@ -89,6 +92,12 @@ class MenuBuilder:
     def add_separator(self, menu: str) -> None:
         self._menu(menu).addSeparator()
 
+    def add_separator_before(self, command_id: str) -> None:
+        """A separator in the command's menu just above it (to group a menu's items)."""
+        command, action = self._commands.get(command_id), self.actions[command_id]
+        if command.menu:
+            self._menu(command.menu).insertSeparator(action)
+
     def run(self, command_id: str) -> None:
         try:
             self._commands.execute(command_id)
@@ -98,7 +107,10 @@ class MenuBuilder:
     def _refresh(self, menu: QMenu) -> None:
         for command_id, action in self.actions.items():
             if action in menu.actions():
-                action.setEnabled(self._commands.get(command_id).is_enabled())
+                command = self._commands.get(command_id)
+                action.setEnabled(command.is_enabled())
+                if command.checked is not None:
+                    action.setChecked(bool(command.checked()))
 
     def prune_empty(self) -> None:
         """Hide top-level menus no capability has filled yet."""

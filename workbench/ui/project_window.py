@@ -49,7 +49,8 @@ from workbench.qt.tasks import TaskRunner
 from workbench.ui.capabilities import install_capabilities
 from workbench.ui.command_palette import CommandPalette
 from workbench.ui.commands import CommandRegistry, add_quit_command
-from workbench.ui.dock_layout import DockLayout
+from workbench.ui.dock_layout import DockLayout, toggle_dock
+from workbench.ui.edit_commands import FocusedWidgetCommands, group_edit_menu
 from workbench.ui.appearance import follow_theme_setting, window_settings
 from workbench.ui.menus import MenuBuilder
 from workbench.settings import Settings, SettingsError
@@ -128,6 +129,8 @@ class ProjectWindow(QMainWindow):
         self.hovers.on_registered(self._attach_hover)
         self._diagnostic_shown = ""
         self.dock_layout = DockLayout(self)
+        self.icons = None
+        """The window's ``ThemedIcons`` once the icon font is loaded (after the first paint)."""
         self.setWindowTitle(f"{project.name} — Workbench")
         self.setObjectName("project-window")
 
@@ -145,6 +148,7 @@ class ProjectWindow(QMainWindow):
         self._center.addWidget(self.tabs)
         self.setCentralWidget(self._center)
 
+        self._register_commands()
         self.tree = ProjectTree(project.root, self.commands)
         self.tree.sig_file_activated.connect(self.open_file)
         self.tree.sig_path_renamed.connect(self._follow_rename)
@@ -162,7 +166,6 @@ class ProjectWindow(QMainWindow):
         if not project.writable:
             self.statusBar().addWidget(QLabel("Read-only folder: edits cannot be saved here"))
 
-        self._register_commands()
         self.menus = MenuBuilder(self, self.commands, self.show_error)
         self.menus.add_separator("File")
         add_quit_command(self.commands, self.quit_workbench)
@@ -196,8 +199,8 @@ class ProjectWindow(QMainWindow):
         if self.dock_layout.restored:
             # Added after the saved layout came back: the best Qt can do for one dock alone.
             self.restoreDockWidget(dock)
-        self.commands.add(f"view.toggle.{dock_id}", f"Toggle {title}", lambda: dock.setVisible(dock.isHidden()),
-                          category="View", menu="View", shortcut=shortcut)
+        self.commands.add(f"view.toggle.{dock_id}", f"Toggle {title}", lambda: toggle_dock(dock),
+                          category="View", menu="View", shortcut=shortcut, checked=lambda: not dock.isHidden())
         return dock
 
     def add_status_widget(self, widget: QWidget, left: bool = False) -> None:
@@ -225,7 +228,16 @@ class ProjectWindow(QMainWindow):
         # Qt widens a shown window for the moment a new dock stands beside the others: the
         # window keeps the size the user (or the screenshot) gave it.
         size = self.size()
+        self.dock_layout.place_as_on_first_open()
         install_capabilities(self, entries)
+        # The icon font loads here, after the first paint; the view menu's Reset Layout needs
+        # every dock in.
+        from workbench.ui.view_menu import install_view_menu
+        from workbench.ui.window_icons import install_window_icons
+
+        install_view_menu(self)
+        group_edit_menu(self.menus)
+        self.icons = install_window_icons(self)
         if self.isVisible():
             self.layout().activate()
             self.resize(size)
@@ -515,6 +527,8 @@ class ProjectWindow(QMainWindow):
         add("file.closeEditor", "Close Editor", lambda: self.close_tab(self.tabs.currentIndex()),
             category="File", menu="File", shortcut="Ctrl+W", enabled=has_editor)
         add("file.closeWindow", "Close Window", self.close, category="File", menu="File", shortcut="Ctrl+Shift+W")
+        self.focused_edits = FocusedWidgetCommands(self)
+        self.focused_edits.register(self.commands)
         editor_commands.register(self.commands)
         add("workbench.settings", "Settings…", self.show_settings, category="Preferences",
             menu="File/Preferences", shortcut="Ctrl+,")
@@ -626,6 +640,7 @@ class ProjectWindow(QMainWindow):
             line, column = tab.cursor_position()
             open_files.append(OpenFile(self._relative(tab.path), line, column))
         current = self.current_editor()
+        first_open_b64, first_open_fronts = self.dock_layout.first_open_b64()
         state = WindowState(
             geometry_b64=base64.b64encode(bytes(self.saveGeometry().data())).decode("ascii"),
             dock_state_b64=self.dock_layout.state_b64(),
@@ -633,6 +648,8 @@ class ProjectWindow(QMainWindow):
             current_file=self._relative(current.path) if current else None,
             tree_expanded=self.tree.expanded_paths(),
             front_docks=self.dock_layout.front_docks(),
+            first_open_dock_state_b64=first_open_b64,
+            first_open_front_docks=first_open_fronts,
             documents=self._documents(),
         )
         self._state_store.save(state)
@@ -692,7 +709,8 @@ class ProjectWindow(QMainWindow):
                                         if self.screen() is not None else None))
         # The docks there are now (the Explorer) take their places at once; the capabilities'
         # docks come after the first paint, and then the whole saved layout is restored.
-        self.dock_layout.load(state.dock_state_b64, state.front_docks)
+        self.dock_layout.load(state.dock_state_b64, state.front_docks, state.first_open_dock_state_b64,
+                              state.first_open_front_docks)
         wanted = [(f.path, f.line, f.column) for f in state.open_files]
         # Buffers with unsaved edits come back even if their tab was not saved in the state.
         for entry in self.hot_exit.entries():

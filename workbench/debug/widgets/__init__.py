@@ -43,6 +43,12 @@ def install(window) -> None:
     commands = DebugCommands(window, controller, dock)
     commands.register()
     controller.debug_commands = commands
+    from workbench.qt.icons import ThemedIcons, decorate_button
+
+    icons = ThemedIcons(panel)
+    for key, name in (("continue", "continue"), ("pause", "pause"), ("stepOver", "step-over"),
+                      ("stepInto", "step-into"), ("stepOut", "step-out"), ("restart", "restart"), ("stop", "stop")):
+        decorate_button(icons, panel.buttons[key], name)
 
     def attach_gutter(tab) -> None:
         if getattr(tab, "editor", None) is not None and Path(tab.path).suffix.lower() in DEBUGGABLE_SUFFIXES \

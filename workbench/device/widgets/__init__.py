@@ -51,6 +51,13 @@ def install(window, browse_lan: bool = True) -> None:
     from workbench.device.widgets.script_run import install_run_on_device
 
     install_run_on_device(window, panel, dock)
+    from workbench.qt.icons import ThemedIcons, decorate_button
+
+    icons = ThemedIcons(panel)
+    for button, name in ((panel.refresh_button, "refresh"), (panel.pair_button, "link"),
+                         (panel.local_button, "chip"), (panel.push_button, "upload"),
+                         (panel.verify_button, "run"), (panel.cancel_button, "stop")):
+        decorate_button(icons, button, name)
     closed = getattr(window, "sig_closed", None)
     if closed is not None:
         closed.connect(panel.close_down)

@@ -34,6 +34,7 @@ from workbench.editor.line_edits import (
     first_non_blank_column,
     indent_for_new_line,
     indent_lines,
+    move_lines,
     toggle_comment,
 )
 from workbench.editor.options import EditorOptions
@@ -152,6 +153,56 @@ class CodeEditor(QPlainTextEdit):
         if prefix is None:
             return
         self._edit_selected_lines(lambda lines: toggle_comment(lines, prefix))
+
+    def move_lines(self, step: int) -> None:
+        """Move the selected lines (or the cursor's line) one line up (-1) or down (+1), the
+        selection with them (Alt+Up / Alt+Down)."""
+        first, last = self._selected_block_range()
+        document = self.document()
+        if self.isReadOnly() or first + step < 0 or last + step >= document.blockCount():
+            return
+        span_first, span_last = (first - 1, last) if step < 0 else (first, last + 1)
+        lines = [document.findBlockByNumber(n).text() for n in range(span_first, span_last + 1)]
+        moved = move_lines(lines, first - span_first, last - span_first, step)
+        # The selection moves by the neighbour's length (its newline included): the lines keep
+        # their text, only their place changes.
+        neighbour = document.findBlockByNumber(first - 1 if step < 0 else last + 1)
+        shift = -neighbour.length() if step < 0 else neighbour.length()
+        anchor, position = self.textCursor().anchor(), self.textCursor().position()
+        self._replace_lines(span_first, span_last, moved)
+        self._select(anchor + shift, position + shift)
+
+    def duplicate_lines(self) -> None:
+        """Copy the selected lines (or the cursor's line) below themselves and select the copy,
+        as VS Code's Copy Line Down does."""
+        if self.isReadOnly():
+            return
+        first, last = self._selected_block_range()
+        document = self.document()
+        lines = [document.findBlockByNumber(n).text() for n in range(first, last + 1)]
+        # In the document's own units (UTF-16), not Python's characters.
+        end = document.findBlockByNumber(last)
+        shift = end.position() + end.length() - document.findBlockByNumber(first).position()
+        anchor, position = self.textCursor().anchor(), self.textCursor().position()
+        self._replace_lines(first, last, lines + lines)
+        self._select(anchor + shift, position + shift)
+
+    def _replace_lines(self, first: int, last: int, lines: list[str]) -> None:
+        document = self.document()
+        end = document.findBlockByNumber(last)
+        cursor = QTextCursor(document)
+        cursor.setPosition(document.findBlockByNumber(first).position())
+        cursor.setPosition(end.position() + end.length() - 1, QTextCursor.MoveMode.KeepAnchor)
+        cursor.beginEditBlock()  # one undo step
+        cursor.insertText("\n".join(lines))
+        cursor.endEditBlock()
+
+    def _select(self, anchor: int, position: int) -> None:
+        cursor = self.textCursor()
+        cursor.setPosition(anchor)
+        cursor.setPosition(position, QTextCursor.MoveMode.KeepAnchor)
+        self.setTextCursor(cursor)
+        self.ensureCursorVisible()
 
     def _selected_block_range(self) -> tuple[int, int]:
         cursor = self.textCursor()

@@ -1,5 +1,5 @@
-"""The editor's commands: find and replace, indenting, comments, Go to Line, and the two a script
-or a test uses to type into the current editor and read it back.
+"""The editor's commands: find and replace, indenting, comments, duplicating and moving lines,
+Go to Line, and the two a script or a test uses to type into the current editor and read it back.
 
 They act on the window's current editor tab and are disabled while there is none (the ones that
 change text also while it is read-only). Every command takes keyword arguments, so
@@ -34,6 +34,12 @@ class EditorCommands:
              dict(category="Edit", menu="Edit", shortcut="Ctrl+[", enabled=writable)),
             ("edit.toggleComment", "Toggle Line Comment", lambda: self.current_editor().toggle_comment(),
              dict(category="Edit", menu="Edit", shortcut="Ctrl+/", enabled=writable)),
+            ("edit.duplicateLine", "Duplicate Line", lambda: self.current_editor().editor.duplicate_lines(),
+             dict(category="Edit", menu="Edit", shortcut="Shift+Alt+Down", enabled=writable)),
+            ("edit.moveLineUp", "Move Line Up", lambda: self.current_editor().editor.move_lines(-1),
+             dict(category="Edit", menu="Edit", shortcut="Alt+Up", enabled=writable)),
+            ("edit.moveLineDown", "Move Line Down", lambda: self.current_editor().editor.move_lines(1),
+             dict(category="Edit", menu="Edit", shortcut="Alt+Down", enabled=writable)),
             ("editor.insertText", "Type Text", lambda text: self.current_editor().insert_text(text),
              dict(category="Editor", enabled=writable, in_palette=False)),
             ("editor.describe", "Describe Editor", self.describe,

@@ -52,6 +52,13 @@ def install(window) -> None:
     panel.sig_open_tool.connect(lambda tool, paths: opener.open(tool, paths))
     panel.opener = opener  # type: ignore[attr-defined]
     panel.model_commands = commands  # type: ignore[attr-defined]
+    from workbench.modeltools.widgets.models_panel import GROUP_ROLE
+    from workbench.qt.icons import ThemedIcons, decorate_button, show_file_icons
+
+    icons = ThemedIcons(panel)
+    show_file_icons(panel.tree, icons, lambda item: item.data(0, GROUP_ROLE) is None)
+    decorate_button(icons, panel.notice.inspect_button, "inspect")
+    decorate_button(icons, panel.notice.reveal_button, "open")
 
     root = window.project.root.resolve()
 

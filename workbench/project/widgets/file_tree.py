@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from PySide6.QtCore import QDir, QModelIndex, Qt, Signal
-from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
+from PySide6.QtGui import QAction, QGuiApplication, QIcon, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QFileSystemModel,
@@ -146,6 +146,12 @@ class ProjectTree(QTreeView):
                 index = self.index_of(path)
                 if index.isValid():
                     self.expand(index)
+
+    def set_icons(self, icon_for: Callable[[str, bool], QIcon]) -> None:
+        """Show ``icon_for(name, is_folder)`` beside each file and folder (file-type icons, given
+        after the window's first paint: the icon font is slow to load)."""
+        self.proxy.set_icons(icon_for)
+        self.viewport().update()  # the view asks the model for icons as it paints
 
     # ----------------------------------------------------------------- the context menu
 

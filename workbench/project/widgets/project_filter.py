@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Callable
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSortFilterProxyModel
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QFileSystemModel
 
 from workbench.project.project_file import STATE_DIR
@@ -22,6 +24,18 @@ class ProjectFilter(QSortFilterProxyModel):
         # folder must still show.
         self._inside = str(root).rstrip("/") + "/"
         self.setDynamicSortFilter(True)
+        self._icon_for: Callable[[str, bool], QIcon] | None = None
+
+    def set_icons(self, icon_for: Callable[[str, bool], QIcon]) -> None:
+        """Show ``icon_for(name, is_folder)`` beside each entry instead of the platform's icons."""
+        self._icon_for = icon_for
+
+    def data(self, index: QModelIndex | QPersistentModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if role == Qt.ItemDataRole.DecorationRole and self._icon_for is not None and index.column() == 0:
+            model: QFileSystemModel = self.sourceModel()
+            source = self.mapToSource(index)
+            return self._icon_for(model.fileName(source), model.isDir(source))
+        return super().data(index, role)
 
     def filterAcceptsRow(self, source_row: int, source_parent: QModelIndex | QPersistentModelIndex
                          ) -> bool:

@@ -41,6 +41,7 @@ def install(window) -> None:
             dock.hide()
     commands = install_commands(window, session, panel, dock)
     panel.training_commands = commands
+    _show_button_icons(panel)
     button = ActiveRunsButton(session, commands.show_runs)
     button.setObjectName("training-active-runs")
     window.add_status_widget(button)
@@ -74,3 +75,15 @@ def commands_of(window):
     """The window's ``TrainingCommands`` (None before training was installed)."""
     panel = panel_of(window)
     return getattr(panel, "training_commands", None) if panel is not None else None
+
+
+def _show_button_icons(panel) -> None:
+    from workbench.qt.icons import ThemedIcons, decorate_button
+
+    icons = ThemedIcons(panel)
+    for command_id, name in (("training.trainLocally", "run"), ("training.stopRun", "stop"),
+                             ("training.resumeRun", "continue"), ("training.resumeAsNewRun", "restart"),
+                             ("training.terminateRun", "terminate"), ("training.compareRuns", "compare"),
+                             ("training.openRunFolder", "open")):
+        if command_id in panel.buttons:
+            decorate_button(icons, panel.buttons[command_id], name)

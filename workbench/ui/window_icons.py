@@ -1,0 +1,71 @@
+"""The icons of a project window: the Explorer's file-type icons, the editor tabs', the menus'
+and Workbench's own application icon.
+
+Installed after the window's first paint, with the capabilities: the icon font takes about a
+second to load, and the window shows its text first.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtGui import QIcon
+from PySide6.QtWidgets import QApplication
+
+from workbench.project.resources import resources_dir
+from workbench.qt.icons import ThemedIcons
+
+APPLICATION_ICON = "workbench.svg"
+
+# Menu items with an icon, by command id (the usual ones of an Edit menu, and a few more).
+MENU_ICONS = {
+    "edit.undo": "undo", "edit.redo": "redo", "edit.cut": "cut", "edit.copy": "copy",
+    "edit.paste": "paste", "edit.find": "search", "search.find_in_files": "search",
+    "workbench.settings": "settings", "view.resetLayout": "layout", "file.save": "save",
+}
+
+
+def application_icon() -> QIcon:
+    """Workbench's icon (``resources/workbench.svg``), for every window of the process."""
+    return QIcon(str(resources_dir() / APPLICATION_ICON))
+
+
+def set_application_icon() -> None:
+    """Make Workbench's icon the icon of every window of this process (hub, project, tool)."""
+    app = QApplication.instance()
+    if app is not None and app.windowIcon().isNull():
+        app.setWindowIcon(application_icon())
+
+
+def install_window_icons(window) -> ThemedIcons:
+    """Give a project window's Explorer, editor tabs and menus their icons, now and for the tabs
+    that come later; returns the window's ``ThemedIcons``."""
+    set_application_icon()
+    icons = ThemedIcons(window)
+    window.tree.set_icons(lambda name, is_folder: icons.file_icon(name, is_folder))
+    for tab in window.editors():
+        _set_tab_icon(window, icons, tab)
+    window.sig_editor_opened.connect(lambda tab: _set_tab_icon(window, icons, tab))
+    for command_id, name in MENU_ICONS.items():
+        if command_id in window.menus.actions:
+            icons.set(window.menus.actions[command_id], name)
+    return icons
+
+
+def _set_tab_icon(window, icons: ThemedIcons, tab) -> None:
+    index = window.tabs.indexOf(tab)
+    if index >= 0:
+        window.tabs.setTabIcon(index, icons.file_icon(Path(tab.path).name))
+
+
+def install_tool_window_icons(window) -> ThemedIcons:
+    """Workbench's icon and the Run and Cancel buttons' icons on a model tool window."""
+    from workbench.qt.icons import decorate_button
+
+    set_application_icon()
+    icons = ThemedIcons(window)
+    for attribute, name in (("run_button", "run"), ("cancel_button", "stop")):
+        button = getattr(window, attribute, None)
+        if button is not None:
+            decorate_button(icons, button, name)
+    return icons
