@@ -466,9 +466,9 @@ class ToolWindow(QMainWindow):
             self._announce_outputs()
             self._update_title()
             return
-        self.error_message = message
         # The window names its fields where the message names the command line's flags.
         message = in_window_words(message, self.spec)
+        self.error_message = message
         self.progress.setValue(0)
         ending = "cancelled" if outcome == CANCELLED else "failed"
         self.progress.setFormat(ending.capitalize())
