@@ -67,10 +67,14 @@ def main(argv: list[str] | None = None) -> int:
     welcome = None
     if show_welcome:
         from workbench.project.recent import RecentProjects, user_config_dir
-        from workbench.ui.appearance import follow_theme_setting, window_settings
         from workbench.ui.welcome_window import WelcomeWindow
 
-        follow_theme_setting(window_settings())
+        # The theme machinery (settings, palette, style: about 100 ms) waits for the first paint
+        # unless the user chose the dark theme outright: the light one is the platform's own look.
+        if _chosen_theme(user_config_dir()) == "dark":
+            _follow_theme()
+        else:
+            QTimer.singleShot(0, _follow_theme)
         welcome = WelcomeWindow(RecentProjects(user_config_dir()))
         # Qt runs the newest event filter first: the paint mark is taken before the hub loads.
         after_first_paint(welcome, start_hub)
@@ -83,6 +87,27 @@ def main(argv: list[str] | None = None) -> int:
     lock.release()
     return code
 
+def _chosen_theme(config_dir) -> str:
+    """The theme the user's settings.toml names ("" when none or unreadable), read with tomllib
+    alone: what the welcome window needs before its first paint."""
+    import tomllib
+
+    try:
+        # workbench.settings.SETTINGS_FILE, named here: importing the settings package is what
+        # this read avoids before the first paint.
+        with open(config_dir / "settings.toml", "rb") as file:
+            table = tomllib.load(file).get("appearance", {})
+    except (OSError, ValueError):
+        return ""
+    theme = table.get("theme", "") if isinstance(table, dict) else ""
+    return theme if isinstance(theme, str) else ""
+
+
+def _follow_theme() -> None:
+    from workbench.ui.appearance import follow_theme_setting, window_settings
+
+    follow_theme_setting(window_settings())
 
 if __name__ == "__main__":
     sys.exit(main())
+

@@ -270,11 +270,11 @@ class _ThemedStyleSheet(QObject):
 def set_themed_style_sheet(widget, template: str) -> None:
     """Give ``widget`` the style sheet ``template`` with its ``@ROLE`` colours (``"color:
     @ERROR_TEXT;"``), again whenever the theme changes; "" takes the style sheet away."""
-    from PySide6.QtCore import Qt
-
-    keeper = widget.findChild(_ThemedStyleSheet, "themed-style-sheet",
-                              Qt.FindChildOption.FindDirectChildrenOnly)
+    # Kept on the widget, not looked up with findChild: its options are a Qt enum, and the
+    # first use of the Qt namespace costs a window tens of milliseconds before its first paint.
+    keeper = getattr(widget, "_workbench_themed_style_sheet", None)
     if keeper is None:
         keeper = _ThemedStyleSheet(widget, template)
+        widget._workbench_themed_style_sheet = keeper
     keeper.template = template
     keeper.restyle()

@@ -23,8 +23,6 @@ from PySide6.QtWidgets import (
 from workbench import __version__
 from workbench.ipc import messages
 from workbench.project import RecentProjects
-from workbench.qt import theme
-
 # Qt.ItemDataRole.UserRole and the next one, as numbers: loading the Qt namespace costs 35 ms,
 # and this window must appear as fast as a bare Qt window does. The hub loads it after.
 PATH_ROLE = 256
@@ -102,9 +100,7 @@ class WelcomeWindow(QMainWindow):
         self.windows_list.currentItemChanged.connect(lambda *_: self._update_reopen_button())
         self.notice = QLabel()
         self.notice.setWordWrap(True)
-        theme.set_themed_style_sheet(self.notice, "background: @WARNING_BACKGROUND;"
-                                                  " border: 1px solid @WARNING_BORDER; padding: 6px;")
-        self.notice.hide()
+        self.notice.hide()  # its colours are set when it first shows: the theme loads after the paint
         self._crashes: dict[str, dict] = {}
         """The crashed windows the notice tells of, by window id."""
 
@@ -228,6 +224,10 @@ class WelcomeWindow(QMainWindow):
         if not self._crashes:
             self.notice.hide()
             return
+        from workbench.qt import theme
+
+        theme.set_themed_style_sheet(self.notice, "background: @WARNING_BACKGROUND;"
+                                                  " border: 1px solid @WARNING_BORDER; padding: 6px;")
         lines = []
         for entry in self._crashes.values():
             name = Path(entry["project"]).name if entry.get("project") else "A window"
