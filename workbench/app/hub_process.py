@@ -71,13 +71,14 @@ def main(argv: list[str] | None = None) -> int:
 
         # The theme machinery (settings, palette, style: about 100 ms) waits for the first paint
         # unless the user chose the dark theme outright: the light one is the platform's own look.
-        if _chosen_theme(user_config_dir()) == "dark":
+        dark = _chosen_theme(user_config_dir()) == "dark"
+        if dark:
             _follow_theme()
-        else:
-            QTimer.singleShot(0, _follow_theme)
         welcome = WelcomeWindow(RecentProjects(user_config_dir()))
         # Qt runs the newest event filter first: the paint mark is taken before the hub loads.
         after_first_paint(welcome, start_hub)
+        if not dark:
+            after_first_paint(welcome, _follow_theme)
         mark_first_paint(welcome, "welcome")
         welcome.show()
         QTimer.singleShot(START_ANYWAY_MS, start_hub)
