@@ -414,7 +414,9 @@ class DebugController(QObject):
                 return
             if on_error is not None:
                 on_error(exc)
-            elif self.active:
+            elif self.active and not _connection_gone(session):
+                # A call cut short by a lost connection says nothing: the session's end says it,
+                # once.
                 self.sig_message.emit(str(exc))
 
         self.tasks.run(f"debug.call.{next(self._keys)}", function, *args, on_done=done, on_error=failed)
@@ -490,3 +492,11 @@ class DebugController(QObject):
                 snapshot, self._to_save = self._to_save, None
             if snapshot is not None:
                 self.store.save(snapshot)
+
+
+def _connection_gone(session: DebugSession | None) -> bool:
+    """The session ended, or its connection to the debugger closed (its end is on its way)."""
+    if session is None:
+        return True
+    client = session.client
+    return session.end is not None or (client is not None and client.closed)
