@@ -58,18 +58,9 @@ class HistoryCommands:
     def show_file_history(self, path: str | Path | None = None):
         """Open the history of ``path`` (explorer) or of the file in the current editor."""
         repo = self._repo()
-        if repo is None:
-            return None
+        path = self._file_of(repo, path, "Show File History shows the history")
         if path is None:
-            tab = self.window.current_editor()
-            if tab is None:
-                self.window.show_error("Open a file first: Show File History shows the history of the file "
-                                       "in the current editor.")
-                return None
-            path = tab.path
-        path = Path(path)
-        if not path.is_absolute():
-            path = self.window.project.root / path
+            return None
         try:
             relative = path.resolve().relative_to(repo.root.resolve()).as_posix()
         except ValueError:
@@ -96,21 +87,26 @@ class HistoryCommands:
         from workbench.git.diff import WORKTREE_VS_INDEX
 
         repo = self._repo()
+        path = self._file_of(repo, path, "Open Changes shows the changes")
+        if path is None:
+            return None
+        from workbench.git.widgets.diff_view import open_diff_tab
+
+        return open_diff_tab(self.window, repo, str(path), source or WORKTREE_VS_INDEX, a=a, b=b)
+
+    def _file_of(self, repo: Repository | None, path: str | Path | None, what: str) -> Path | None:
+        """``path`` made absolute (a relative one is in the repository, as the reopened tabs keep
+        it), or the current editor's file; None, with the reason shown, when there is none."""
         if repo is None:
             return None
         if path is None:
             tab = self.window.current_editor()
             if tab is None:
-                self.window.show_error("Open a file first: Open Changes shows the changes of the file in "
-                                       "the current editor.")
+                self.window.show_error(f"Open a file first: {what} of the file in the current editor.")
                 return None
-            path = tab.path
+            return Path(tab.path)
         path = Path(path)
-        if not path.is_absolute():
-            path = repo.root / path
-        from workbench.git.widgets.diff_view import open_diff_tab
-
-        return open_diff_tab(self.window, repo, str(path), source or WORKTREE_VS_INDEX, a=a, b=b)
+        return path if path.is_absolute() else repo.root / path
 
     def toggle_blame(self):
         """Show or hide blame annotations beside the current editor's lines."""
