@@ -36,14 +36,23 @@ def test_curves_grow_while_a_child_process_appends_to_the_metrics_file(qtbot, tm
     curves.show()
     curves.set_runs(["r1"])
     poller = RunPoller(curves)
-    generation = poller.watch([WatchedRun("r1", metrics)])
-    poller.sig_metrics_read.connect(
-        lambda g, run_id, records, restarted: g == generation and curves.add_records(run_id, records))
+    # Kept as they come, on the poller's thread, and drawn here: a lambda slot runs on the emitting thread.
+    read = []
+    poller.sig_metrics_read.connect(lambda g, run_id, records, restarted: read.append((run_id, records)))
+    poller.watch([WatchedRun("r1", metrics)])
+    drawn = []
+
+    def plotted(name: str) -> int:
+        for run_id, records in read[len(drawn):]:
+            drawn.append(run_id)
+            curves.add_records(run_id, records)
+        return curves.plotted("r1", name)
+
     child = subprocess.Popen([sys.executable, "-c", WRITER, str(metrics)])
     try:
-        wait_for(qtbot, lambda: 0 < curves.plotted("r1", "loss") < 40, timeout=10_000)
+        wait_for(qtbot, lambda: 0 < plotted("loss") < 40, timeout=10_000)
         seen_while_running = curves.plotted("r1", "loss")
-        wait_for(qtbot, lambda: curves.plotted("r1", "loss") == 40, timeout=15_000)
+        wait_for(qtbot, lambda: plotted("loss") == 40, timeout=15_000)
     finally:
         child.wait(timeout=20)
         poller.stop()
@@ -112,10 +121,20 @@ def test_the_log_view_shows_a_cluster_runs_notes_where_they_came_and_workbenchs_
     view = LogView()
     qtbot.addWidget(view)
     poller = RunPoller(view)
+    read = []  # kept as they come (on the poller's thread, maybe before watch() returns) and shown here
+    poller.sig_log_read.connect(lambda g, run_id, stream, text: read.append((g, stream, text)))
     generation = poller.watch([WatchedRun("r1", tmp_path / "metrics.jsonl", tmp_path)])
-    poller.sig_log_read.connect(lambda g, run_id, stream, text: g == generation and view.append(text, stream))
+    shown = []
+
+    def show_read() -> str:
+        for g, stream, text in read[len(shown):]:
+            shown.append(g)
+            if g == generation:
+                view.append(text, stream)
+        return view.text.toPlainText()
+
     try:
-        wait_for(qtbot, lambda: "Traceback" in view.text.toPlainText())
+        wait_for(qtbot, lambda: "Traceback" in show_read())
     finally:
         poller.stop()
     lines = view.text.toPlainText().splitlines()
