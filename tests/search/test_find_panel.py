@@ -68,6 +68,10 @@ def test_ctrl_shift_f_shows_the_dock_and_results_grouped_by_file_with_matches_hi
     assert listed["notes.md  (1)"] == ['<span style="color:#6e6e6e">1</span>&nbsp;&nbsp;Tune the '
                                        '<span style="background:#fde68a">learning_rate</span> first.']
     assert panel.status_text() == "5 results in 3 files."
+    # The name leads, so a narrow dock cuts the folder rather than the name.
+    net = next(panel.results_tree.topLevelItem(i) for i in range(3)
+               if panel.results_tree.topLevelItem(i).text(0).startswith("model/"))
+    assert row_markup(net).startswith("<b>net.py</b>") and "model&nbsp;&nbsp;(2)" in row_markup(net)
 
 
 def test_a_click_on_a_result_opens_the_file_at_the_match(qtbot, window, project):

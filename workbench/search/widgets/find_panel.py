@@ -58,6 +58,7 @@ PLACE_ROLE = Qt.ItemDataRole.UserRole  # a result file's path
 HTML_ROLE = Qt.ItemDataRole.UserRole + 1  # a row's rich text
 EDIT_ROLE = Qt.ItemDataRole.UserRole + 2  # a preview row's (path, index) of its change
 LINE_ROLE = Qt.ItemDataRole.UserRole + 3  # a result row's LineMatch, made into rich text when painted
+COUNT_ROLE = Qt.ItemDataRole.UserRole + 4  # a file row's number of matches
 TYPING_PAUSE_MS = 300
 DOCUMENT_CACHE_SIZE = 400
 # Text shown of a long line before its first match; the rest of a line past this many
@@ -97,14 +98,29 @@ def _change_html(line_text: str, start: int, end: int, new_text: str, line: int)
     return f'<span style="color:{theme.colour("MUTED_TEXT")}">{line}</span>&nbsp;&nbsp;{text}'
 
 
+def _file_html(path: str, count: int) -> str:
+    """A file row as VS Code shows it: the name first (a narrow dock cuts the folder, not the
+    name), then its folder and its number of matches, muted."""
+    folder, _, name = path.rpartition("/")
+    muted = theme.colour("MUTED_TEXT")
+    return (f"<b>{html.escape(name)}</b>&nbsp;&nbsp;<span style=\"color:{muted}\">"
+            f"{html.escape(folder)}&nbsp;&nbsp;({count})</span>")
+
+
 def row_markup(index) -> str | None:
     """The rich text of a row (a QModelIndex or a QTreeWidgetItem): a result line's is made
     when it is first painted, so listing thousands of results costs no HTML until seen."""
-    data = index.data(HTML_ROLE) if hasattr(index, "model") else index.data(0, HTML_ROLE)
-    if data:
-        return data
-    line = index.data(LINE_ROLE) if hasattr(index, "model") else index.data(0, LINE_ROLE)
-    return _line_html(line) if line is not None else None
+    def data(role):
+        return index.data(role) if hasattr(index, "model") else index.data(0, role)
+
+    markup = data(HTML_ROLE)
+    if markup:
+        return markup
+    line = data(LINE_ROLE)
+    if line is not None:
+        return _line_html(line)
+    count = data(COUNT_ROLE)
+    return _file_html(data(PLACE_ROLE), count) if count is not None else None
 
 
 class _HtmlDelegate(QStyledItemDelegate):
@@ -385,7 +401,6 @@ class FindInFilesPanel(QWidget):
         tree.setUpdatesEnabled(False)
         # Thousands of files may come in one search: the items are made with as few calls
         # into Qt as can be, and added to the tree in one go.
-        bold = self._bold_font
         root = f"{self.root}{os.sep}"
         file_items = []
         for found in batch:
@@ -393,8 +408,8 @@ class FindInFilesPanel(QWidget):
             self._match_total += found.match_count
             file_item = QTreeWidgetItem([f"{found.path}  ({found.match_count})"])
             file_item.setToolTip(0, root + found.path)
-            file_item.setFont(0, bold)
             file_item.setData(0, PLACE_ROLE, found.path)
+            file_item.setData(0, COUNT_ROLE, found.match_count)
             for line in found.lines:
                 QTreeWidgetItem(file_item).setData(0, LINE_ROLE, line)
             file_items.append(file_item)
@@ -456,12 +471,6 @@ class FindInFilesPanel(QWidget):
     def status_text(self) -> str:
         """What the status line says, as plain text."""
         return self._status_plain
-
-    @property
-    def _bold_font(self):
-        font = self.results_tree.font()
-        font.setBold(True)
-        return font
 
     def _go_to(self, item: QTreeWidgetItem, _column: int = 0) -> None:
         line = item.data(0, LINE_ROLE)
