@@ -183,7 +183,11 @@ def test_killing_a_tool_window_ends_its_job_and_leaves_the_project_window_and_hu
 def test_without_a_hub_the_project_window_starts_tool_windows_itself_and_stays_smooth(qtbot, child_tools, digits):
     """Three tool windows each run a real job (inspect of a PyTorch file: torch loads in each)
     while the project window's event loop is timed: the longest and the 99th-percentile gap between its 10 ms ticks must stay within a
-    few times what they are with nothing running (measured just before, on the same machine)."""
+    few times what they are with nothing running (measured just before, on the same machine).
+
+    The gaps are taken less the time the GUI thread waited for a processor: the three jobs and
+    whatever else runs on the machine can keep every core busy for a tenth of a second, and that
+    says nothing of the window. Work or a blocking wait on the GUI thread still counts in full."""
     root, model = digits
     figures = load_benchmark().measure(root, model, "inspect", windows=3, timeout=240)
     print("tool windows stutter:", figures)
@@ -191,8 +195,8 @@ def test_without_a_hub_the_project_window_starts_tool_windows_itself_and_stays_s
     for pid in figures["tool_window_pids"]:
         wait_until(lambda pid=pid: not is_alive(pid), 10, 0.05, "the tool windows to close")
     idle, busy = figures["idle"], figures["busy"]
-    assert busy["p99_gap_ms"] <= 3 * idle["p99_gap_ms"], figures
-    assert busy["max_gap_ms"] <= 10 * idle["max_gap_ms"], figures
+    assert busy["p99_own_gap_ms"] <= 3 * idle["p99_own_gap_ms"], figures
+    assert busy["max_own_gap_ms"] <= 10 * idle["max_own_gap_ms"], figures
 
 
 def test_quit_workbench_in_a_tool_window_closes_it_and_the_project_window_and_ends_the_hub(workbench, child_tools,
