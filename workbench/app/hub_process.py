@@ -105,9 +105,14 @@ def _chosen_theme(config_dir) -> str:
 
 
 def _follow_theme() -> None:
-    from workbench.ui.appearance import follow_theme_setting, window_settings
+    from PySide6.QtWidgets import QApplication
 
-    follow_theme_setting(window_settings())
+    from workbench.ui.appearance import follow_settings_files, follow_theme_setting, window_settings
+
+    settings = window_settings()
+    # A theme chosen in any window (or settings.toml edited by hand) reaches the welcome window.
+    follow_settings_files(settings, QApplication.instance())
+    follow_theme_setting(settings)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -165,10 +165,13 @@ def main(argv: list[str] | None = None) -> int:
     from workbench.qt.paint import after_first_paint, mark_first_paint
     from workbench.qt.tasks import TaskRunner
 
-    from workbench.ui.appearance import follow_theme_setting, window_settings
+    from workbench.ui.appearance import follow_settings_files, follow_theme_setting, window_settings
 
-    # The theme of the project the tool works on (else the user's), like its project window.
-    follow_theme_setting(window_settings(args.project / "workbench.toml" if args.project else None))
+    # The theme of the project the tool works on (else the user's), like its project window,
+    # followed as the settings files change.
+    settings = window_settings(args.project / "workbench.toml" if args.project else None)
+    follow_settings_files(settings, app)
+    follow_theme_setting(settings)
     tasks = TaskRunner()
     window = ToolWindow(spec, invocation, tasks=tasks)
     tasks.setParent(window)

@@ -51,7 +51,7 @@ from workbench.ui.command_palette import CommandPalette
 from workbench.ui.commands import CommandRegistry, add_quit_command
 from workbench.ui.dock_layout import DockLayout, toggle_dock
 from workbench.ui.edit_commands import FocusedWidgetCommands, group_edit_menu
-from workbench.ui.appearance import follow_theme_setting, window_settings
+from workbench.ui.appearance import follow_settings_files, follow_theme_setting, window_settings
 from workbench.ui.menus import MenuBuilder
 from workbench.settings import Settings, SettingsError
 
@@ -105,20 +105,19 @@ class ProjectWindow(QMainWindow):
         self.project = project
         self.settings = settings or window_settings(project.project_file)
         """The user's and the project's settings (``workbench.settings``); the editors and the
-        theme follow them."""
+        theme follow them, and they are read again when their files change (another window or
+        process, a hand edit)."""
+        follow_settings_files(self.settings, self)
         follow_theme_setting(self.settings)
         self.editor_settings = EditorSettingsFollower(self.settings, self.editors, self._save, self)
         self._settings_window = None
         self._documents_to_reopen: list[dict] = []
         self._front_document: QWidget | None = None
-        self._reading_settings_of_another_window = False
-        self.settings.on_changed(self._tell_other_windows_of_settings)
         self.commands = CommandRegistry()
         self.discard_changes_on_close = False
         self.hot_exit = HotExitStore(project.root)
         self._state_store = WindowStateStore(project)
         self._event_handlers: dict[str, list[Callable[[object], None]]] = {}
-        self.on_event("settings.changed", lambda _data: self._read_settings_again())
         self.hub_requester: Callable[..., None] | None = None
         """Set by the window's process: ``(method, params, on_result, on_error)`` to the hub."""
         self.diagnostics = DiagnosticsProviders()
@@ -554,19 +553,6 @@ class ProjectWindow(QMainWindow):
             self.settings.set(key, value)
         except SettingsError as exc:
             self.show_error(str(exc))
-
-    def _tell_other_windows_of_settings(self, keys: frozenset[str]) -> None:
-        # Another window changed the files; each window reads them again (its own project's
-        # values stay its own).
-        if not self._reading_settings_of_another_window:
-            self.sig_broadcast.emit("settings.changed", {"keys": sorted(keys)})
-
-    def _read_settings_again(self) -> None:
-        self._reading_settings_of_another_window = True
-        try:
-            self.settings.reload()
-        finally:
-            self._reading_settings_of_another_window = False
 
     def show_settings(self) -> None:
         """Open the Settings window (or raise the open one)."""
