@@ -40,6 +40,23 @@ def console_widget_class() -> type:
             self.custom_restart = True
             self.keep_output_on_start = False
             self.font = editor_font()
+            self.follow_theme()
+
+        def follow_theme(self) -> None:
+            """Take the current theme's colours and Pygments style, now and whenever it changes."""
+            from workbench.qt import theme
+
+            self.apply_theme(theme.current_theme())
+            theme.theme_changes().sig_theme_changed.connect(self.apply_theme)
+
+        def apply_theme(self, name: str) -> None:
+            """Colour the console as the editor is in theme ``name`` ("light" or "dark")."""
+            from workbench.qt import theme
+
+            self.style_sheet = console_style_sheet(name)
+            self.syntax_style = theme.PYGMENTS_STYLES[name]
+            if self._highlighter is not None:
+                self._highlighter.rehighlight()  # the input typed so far, in the new colours
 
         def is_busy(self) -> bool:
             """An execution is running (its prompt has not come back)."""
@@ -66,6 +83,24 @@ def console_widget_class() -> type:
             self._append_html(f'<br><span style="color:#777">{text}</span><br>', before_prompt=True)
 
     return ConsoleWidget
+
+
+def console_style_sheet(name: str) -> str:
+    """qtconsole's style sheet (text, background, selection, prompts) in the colours of the
+    editor's theme ``name``, so the console looks like the editor beside it."""
+    from qtconsole import styles
+
+    from workbench.qt import theme
+
+    dark = name == theme.DARK
+    template = styles.default_dark_style_template if dark else styles.default_light_style_template
+    sheet = template % dict(bgcolor=theme.colour("BACKGROUND", name), fgcolor=theme.colour("FOREGROUND", name),
+                            select="#264f78" if dark else "#add6ff")
+    # qtconsole's dark prompts are lime and red; these are the theme's own.
+    in_prompt, out_prompt = ("#4ec9b0", "#ce9178") if dark else ("#0000ff", "#a31515")
+    return (sheet + f".in-prompt, .in-prompt-number {{ color: {in_prompt}; }}\n"
+                    f".out-prompt, .out-prompt-number {{ color: {out_prompt}; }}\n"
+                    f".error {{ color: {theme.colour('ERROR_TEXT', name)}; }}\n")
 
 
 def make_client(connection_info: dict):
