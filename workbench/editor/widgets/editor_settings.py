@@ -1,5 +1,6 @@
 """The settings of a window's editors, applied to every open one as they change: font and size,
-tab width, rulers, wrap, whitespace, the zoom of Ctrl+= / Ctrl+- / Ctrl+0, and autosave.
+tab width, rulers, wrap, whitespace, the zoom of Ctrl+= / Ctrl+- / Ctrl+0, and autosave. The hex
+and large-file views take the font, its size and the zoom.
 
 The zoom is the window's own and lasts while it is open (points added to the font size
 setting, every editor at once, as VS Code's zoom is the window's); the setting keeps the size
@@ -37,9 +38,9 @@ class EditorSettingsFollower(QObject):
 
     def attach(self, tab: EditorTab) -> None:
         """Apply the options to a newly opened tab and watch its edits for autosave."""
+        _show_with(tab, self.options)
         if tab.editor is None:
-            return  # the hex and large-file views have no text to format or save
-        tab.editor.set_options(self.options)
+            return  # the hex and large-file views have no text to save
         timer = QTimer(tab, singleShot=True)
         timer.timeout.connect(lambda t=tab: self._autosave(t))
         self._timers[id(tab)] = timer
@@ -74,8 +75,7 @@ class EditorSettingsFollower(QObject):
             return
         self.options = options
         for tab in self._editors():
-            if tab.editor is not None:
-                tab.editor.set_options(options)
+            _show_with(tab, options)
         if options.autosave != "after_delay":
             for timer in self._timers.values():
                 timer.stop()
@@ -104,3 +104,10 @@ class EditorSettingsFollower(QObject):
         waiting = any(tab.notices.notice(topic) is not None for topic in (NOTICE_CHANGED_ON_DISK, NOTICE_DELETED))
         if tab.is_modified() and not tab.is_read_only() and not waiting:
             self._save(tab)
+
+
+def _show_with(tab: EditorTab, options: EditorOptions) -> None:
+    """Show ``tab`` as ``options`` say, whichever view it has (code editor, hex, large file)."""
+    for view in (tab.editor, tab.hex_view, tab.large_view):
+        if view is not None:
+            view.set_options(options)

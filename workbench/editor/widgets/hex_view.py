@@ -8,6 +8,7 @@ from PySide6.QtWidgets import QPlainTextEdit, QWidget
 
 from workbench.editor.go_to_line import clamp_line
 from workbench.editor.hex_dump import hex_dump
+from workbench.editor.options import EditorOptions
 from workbench.qt import theme
 from workbench.editor.widgets.find_marks import find_match_selections
 
@@ -37,6 +38,10 @@ class HexView(QPlainTextEdit):
             Qt.TextInteractionFlag.TextSelectableByMouse
             | Qt.TextInteractionFlag.TextSelectableByKeyboard
         )
+
+    def set_options(self, options: EditorOptions) -> None:
+        """Show the dump in the editor's font and size (with the window's zoom)."""
+        self.setFont(theme.editor_font(options.font_family, options.shown_font_size))
 
     def _on_theme_changed(self, _theme: str) -> None:
         self.setStyleSheet(theme.editor_style_sheet())

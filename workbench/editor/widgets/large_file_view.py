@@ -18,6 +18,7 @@ from PySide6.QtWidgets import QAbstractScrollArea, QWidget
 
 from workbench.editor.errors import EditorError
 from workbench.editor.line_index import LARGE_FILE_BYTES, find_line_starts, line_bytes
+from workbench.editor.options import EditorOptions
 from workbench.qt import theme
 
 # Only this much of one line is drawn: a minified file can have one line of hundreds of megabytes.
@@ -173,6 +174,15 @@ class LargeFileView(QAbstractScrollArea):
         self._file.close()
         self._starts = np.zeros(0, dtype=np.int64)
         self.indexing_done = True
+        self.viewport().update()
+
+    def set_options(self, options: EditorOptions) -> None:
+        """Show the lines in the editor's font and size (with the window's zoom)."""
+        self.setFont(theme.editor_font(options.font_family, options.shown_font_size))
+        # Line heights, the gutter and the widest line measured so far were in the old font.
+        self._widest = 0
+        self._update_scroll_range()
+        self._ensure_visible(self._cursor, center=False)  # fewer lines fit in a larger font
         self.viewport().update()
 
     # Geometry ---------------------------------------------------------------------------
