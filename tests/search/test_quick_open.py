@@ -90,6 +90,14 @@ def test_a_query_nothing_matches_says_so(qtbot, window):
     assert popup.matches() == []
     assert popup.message.isVisible() and popup.message.text() == "No matching files"
     assert not popup.results.isVisible()
+    said = popup.height()
+    popup.query.clear()
+    qtbot.keyClicks(popup.query, "remodel")
+    one = popup.height()
+    popup.query.clear()
+    # As tall as what it lists: a message or one file makes a short popup, more files a taller one.
+    assert max(said, one) < popup.height()
+    assert popup.results.height() >= len(popup.matches()) * popup.results.sizeHintForRow(0)
 
 
 def test_a_file_made_after_the_first_walk_is_listed_when_quick_open_opens_again(qtbot, window, project):

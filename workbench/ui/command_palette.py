@@ -21,11 +21,14 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workbench.qt.popups import fit_to_rows
 from workbench.ui.commands import CommandRegistry, fuzzy_score
 
 ID_ROLE = Qt.ItemDataRole.UserRole
 MAX_RECENT_COMMANDS = 10
 NO_MATCH = "No matching commands"
+MAX_HEIGHT = 360
+MAX_LIST_HEIGHT = 310  # about fourteen commands, then the list scrolls
 
 
 class CommandPalette(QFrame):
@@ -68,7 +71,7 @@ class CommandPalette(QFrame):
         parent = self.parentWidget()
         width = min(640, max(360, parent.width() // 2))
         top_left = parent.mapToGlobal(parent.rect().topLeft())
-        self.setGeometry(top_left.x() + (parent.width() - width) // 2, top_left.y() + 40, width, 360)
+        self.setGeometry(top_left.x() + (parent.width() - width) // 2, top_left.y() + 40, width, MAX_HEIGHT)
         self.query.clear()
         self._refresh("")
         self.show()
@@ -109,6 +112,7 @@ class CommandPalette(QFrame):
             self.results.setCurrentItem(items[0])
         self.message.setVisible(not items)
         self.results.setVisible(bool(items))
+        fit_to_rows(self, self.results, len(items), MAX_LIST_HEIGHT)
 
     def eventFilter(self, watched, event) -> bool:
         if watched is self.query and isinstance(event, QKeyEvent) and event.type() == QKeyEvent.Type.KeyPress:

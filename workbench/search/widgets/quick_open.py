@@ -24,12 +24,15 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.qt.file_icons import FileIcons
+from workbench.qt.popups import fit_to_rows
 from workbench.search.file_index import FileIndex, FileList, RecentFiles
 from workbench.search.fuzzy import FileMatch, FileRanker, split_line_suffix
 
 QUICK_OPEN_COMMAND = "search.quick_open"
 MATCH_ROLE = Qt.ItemDataRole.UserRole
 MAX_SHOWN = 50
+MAX_HEIGHT = 380
+MAX_LIST_HEIGHT = 330  # about fourteen files, then the list scrolls
 
 
 class FileMatchModel(QAbstractListModel):
@@ -194,7 +197,7 @@ class QuickOpen(QFrame):
         parent = self.parentWidget()
         width = min(700, max(420, parent.width() // 2))
         top_left = parent.mapToGlobal(parent.rect().topLeft())
-        self.setGeometry(top_left.x() + (parent.width() - width) // 2, top_left.y() + 40, width, 380)
+        self.setGeometry(top_left.x() + (parent.width() - width) // 2, top_left.y() + 40, width, MAX_HEIGHT)
         self.query.clear()
         self.refresh("")
         self.show()
@@ -226,6 +229,7 @@ class QuickOpen(QFrame):
         self.message.setText(text)
         self.message.setVisible(bool(text))
         self.results.setVisible(not text)
+        fit_to_rows(self, self.results, self.model.rowCount(), MAX_LIST_HEIGHT)
 
     def _prepare_next_key(self) -> None:
         name_query, _ = split_line_suffix(self.query.text())
@@ -276,10 +280,21 @@ def install_quick_open(window) -> QuickOpen:
     recent = RecentFiles(state_dir)
     popup = QuickOpen(recent.paths, window)
 
+    walk_again = [False]
+
     def walk() -> None:
-        # A walk still under way is left to finish: a new one would drop its result.
-        if not window.tasks.is_running("search.file_index"):
-            window.tasks.run("search.file_index", index.refresh, on_done=popup.set_files)
+        # A walk still under way is left to finish (a new one would drop its result), and
+        # another follows it: it may have passed a folder before a file was made there.
+        if window.tasks.is_running("search.file_index"):
+            walk_again[0] = True
+        else:
+            window.tasks.run("search.file_index", index.refresh, on_done=walked)
+
+    def walked(files: FileList) -> None:
+        popup.set_files(files)
+        if walk_again[0]:
+            walk_again[0] = False
+            walk()
 
     def note(path) -> None:
         relative = index.relative(path)
