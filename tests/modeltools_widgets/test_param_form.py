@@ -381,5 +381,5 @@ def test_no_text_of_a_tool_window_names_a_command_line_flag(qtbot, tmp_path):
         texts = [label.text() for label in window.findChildren(QLabel)]
         texts += [w.toolTip() for w in window.form.findChildren(QLabel)]
         texts += [field.editor.toolTip() for field in window.form.fields.values()]
-        flags = [t for t in texts if re.search(r"(?<![\w-])--[a-z]", t)]
+        flags = [t for t in texts if re.search(r"(?<![\w-])(--[a-z]|-[a-zA-Z](?![\w-]))", t)]
         assert flags == [], f"{spec.name}: {flags}"

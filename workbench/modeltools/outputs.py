@@ -30,7 +30,7 @@ def partial_path(target: Path) -> Path:
 
 # The default output help of every built-in tool ends with this.
 NEVER_OVERWRITES = ("an existing file is never replaced: the name gets -2, -3, ... instead; "
-                    "-o replaces the file it names")
+                    "a file named by -o is replaced")
 
 
 def free_path(path: Path, partners: tuple[str, ...] = ()) -> Path:

@@ -199,18 +199,20 @@ class ToolSpec:
                 "applies_to": list(self.applies_to), "plugin": self.plugin}
 
 
-_FLAG = re.compile(r"(?<![\w-])--(no-)?([a-z][a-z0-9-]*)")
+_FLAG = re.compile(r"(?<![\w-])(?:--(no-)?([a-z][a-z0-9-]*)|-([a-zA-Z])(?![\w-]))")
 
 
 def in_window_words(text: str, spec: "ToolSpec") -> str:
-    """``text`` (a parameter's help, an error) as a tool window says it: each ``--flag`` of
-    ``spec`` becomes its field's name in quotes ("--input-shape" → "“Input shape”", "--no-simplify"
-    → "“Simplify” off"); a flag the tool does not have is left as it is."""
+    """``text`` (a parameter's help, an error) as a tool window says it: each ``--flag`` or
+    ``-x`` of ``spec`` becomes its field's name in quotes ("--input-shape" → "“Input shape”",
+    "--no-simplify" → "“Simplify” off", "-o" → "“Output”"); a flag the tool does not have is
+    left as it is."""
     titles = {param.flag[2:]: param.title for param in spec.params}
+    short_titles = {param.short: param.title for param in spec.params if param.short}
 
     def field(match: re.Match) -> str:
-        negated, name = match.group(1), match.group(2)
-        title = titles.get(name)
+        negated, name, short = match.group(1), match.group(2), match.group(3)
+        title = short_titles.get(short) if short else titles.get(name)
         if title is None:
             return match.group(0)
         return f"“{title}” off" if negated else f"“{title}”"
