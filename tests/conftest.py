@@ -3,6 +3,7 @@ so tests never meet a hub or a recent-projects list of the person running them."
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -23,3 +24,17 @@ def private_workbench_folders(monkeypatch, tmp_path):
     monkeypatch.setenv("WORKBENCH_CONFIG_DIR", str(tmp_path / "config"))
     yield
     shutil.rmtree(runtime, ignore_errors=True)
+
+
+# pytest-qt waits 5 s unless told otherwise: short on a loaded two-core CI machine, where what a
+# test waits for often starts a process first (git, a kernel, a language server, a window). A
+# wait ends as soon as its condition holds, so a longer limit costs a passing test nothing.
+PATIENT_WAIT_MS = 30_000
+
+
+@pytest.fixture
+def qtbot(qtbot):
+    """pytest-qt's qtbot, whose waits give up after PATIENT_WAIT_MS unless a test says otherwise."""
+    for name in ("waitUntil", "waitSignal", "waitSignals", "waitCallback"):
+        setattr(qtbot, name, functools.partial(getattr(qtbot, name), timeout=PATIENT_WAIT_MS))
+    return qtbot

@@ -63,7 +63,7 @@ def test_clicking_the_gutter_toggles_a_breakpoint_kept_with_the_project(qtbot, o
     click_gutter(qtbot, tab, LINE_VALUES)
     assert [b.line for b in controller.breakpoints_in(tab.path)] == [LINE_VALUES]
     state_file = project / ".workbench" / "debug.json"
-    qtbot.waitUntil(lambda: state_file.is_file() and "sample.py" in state_file.read_text(), timeout=5000)
+    qtbot.waitUntil(lambda: state_file.is_file() and "sample.py" in state_file.read_text())
     saved = json.loads(state_file.read_text())["breakpoints"]
     assert [(b["path"], b["line"]) for b in saved] == [("sample.py", LINE_VALUES)]
     click_gutter(qtbot, tab, LINE_TOTAL)

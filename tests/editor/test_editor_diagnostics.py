@@ -47,7 +47,7 @@ def test_a_provider_underlines_errors_and_warnings_and_follows_typing(qtbot, tmp
     assert tab.diagnostic_message(2) == "bad here" and tab.diagnostic_message(1) == ""
 
     tab.set_cursor_position(1, 1)
-    with qtbot.waitSignal(tab.sig_diagnostics_changed, timeout=3000):
+    with qtbot.waitSignal(tab.sig_diagnostics_changed):
         tab.insert_text("bad ")
     assert tab.diagnostic_message(1) == "bad here"
 

@@ -269,7 +269,7 @@ def test_the_tab_reports_the_cursor_line_not_the_top_line(qtbot, marked_log):
 def test_focus_body_gives_the_large_view_the_keyboard(qtbot, marked_log):
     tab = open_big(qtbot, marked_log[0])
     tab.activateWindow()
-    qtbot.waitUntil(lambda: QApplication.activeWindow() is tab, timeout=5000)
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is tab)
     tab.focus_body()
     assert QApplication.focusWidget() is tab.large_view
     tab.large_view.close_file()

@@ -82,7 +82,7 @@ def test_external_change_reloads_an_unmodified_buffer_keeping_the_cursor(qtbot, 
     tab = open_tab(qtbot, path)
     tab.set_cursor_position(2, 4)
     path.write_text("LINE ONE\nline two\nline three\nline four\n")
-    qtbot.waitUntil(lambda: tab.text().startswith("LINE ONE"), timeout=5000)
+    qtbot.waitUntil(lambda: tab.text().startswith("LINE ONE"))
     assert tab.cursor_position() == (2, 4)
     assert not tab.is_modified()
     assert tab.notices.topics() == []
@@ -94,7 +94,7 @@ def test_external_change_to_a_modified_buffer_shows_a_notice_and_keeps_the_text(
     tab = open_tab(qtbot, path)
     tab.insert_text("# mine\n")
     path.write_text("x = 2\n")
-    qtbot.waitUntil(lambda: NOTICE_CHANGED_ON_DISK in tab.notices.topics(), timeout=5000)
+    qtbot.waitUntil(lambda: NOTICE_CHANGED_ON_DISK in tab.notices.topics())
     assert tab.text() == "# mine\nx = 1\n"
     tab.notices.notice(NOTICE_CHANGED_ON_DISK).buttons["Reload"].click()
     assert tab.text() == "x = 2\n" and not tab.is_modified()
@@ -106,7 +106,7 @@ def test_keep_my_changes_then_save_overwrites_the_disk(qtbot, tmp_path):
     tab = open_tab(qtbot, path)
     tab.insert_text("# mine\n")
     path.write_text("x = 2\n")
-    qtbot.waitUntil(lambda: NOTICE_CHANGED_ON_DISK in tab.notices.topics(), timeout=5000)
+    qtbot.waitUntil(lambda: NOTICE_CHANGED_ON_DISK in tab.notices.topics())
     tab.notices.notice(NOTICE_CHANGED_ON_DISK).buttons["Keep my changes"].click()
     assert tab.notices.topics() == []
     tab.save()
@@ -132,7 +132,7 @@ def test_deleted_file_shows_a_notice_and_keeps_the_buffer(qtbot, tmp_path):
     path.write_text("keep me\n")
     tab = open_tab(qtbot, path)
     path.unlink()
-    qtbot.waitUntil(lambda: NOTICE_DELETED in tab.notices.topics(), timeout=5000)
+    qtbot.waitUntil(lambda: NOTICE_DELETED in tab.notices.topics())
     assert tab.text() == "keep me\n"
     tab.save()
     assert path.read_text() == "keep me\n"
@@ -146,7 +146,7 @@ def test_typing_reaches_hot_exit_after_the_debounce_and_a_new_tab_recovers_it(qt
     tab = open_tab(qtbot, path, store)
     tab.set_cursor_position(1, 11)
     tab.insert_text("0")
-    qtbot.waitUntil(lambda: store.load(path) is not None, timeout=3000)
+    qtbot.waitUntil(lambda: store.load(path) is not None)
     assert store.load(path).text == "epochs = 10\n"
     assert not tab.recovered_from_hot_exit
 
@@ -156,7 +156,7 @@ def test_typing_reaches_hot_exit_after_the_debounce_and_a_new_tab_recovers_it(qt
     assert NOTICE_RECOVERED in reopened.notices.topics()
     reopened.save()
     assert path.read_text() == "epochs = 10\n"
-    qtbot.waitUntil(lambda: store.load(path) is None, timeout=3000)
+    qtbot.waitUntil(lambda: store.load(path) is None)
 
 
 def test_undoing_back_to_the_file_forgets_the_kept_copy_though_the_window_closes_at_once(qtbot, project):
@@ -169,11 +169,11 @@ def test_undoing_back_to_the_file_forgets_the_kept_copy_though_the_window_closes
     tab.show()
     tab.set_cursor_position(1, 11)
     tab.insert_text("0")
-    qtbot.waitUntil(lambda: store.load(path) is not None, timeout=3000)
+    qtbot.waitUntil(lambda: store.load(path) is not None)
     tab.editor.undo()
     assert not tab.is_modified()
     shiboken6.delete(tab)  # the window closed before the next kept copy was due
-    qtbot.waitUntil(lambda: store.load(path) is None, timeout=3000)
+    qtbot.waitUntil(lambda: store.load(path) is None)
     reopened = open_tab(qtbot, path, HotExitStore(project))
     assert not reopened.is_modified() and not reopened.recovered_from_hot_exit
 
@@ -187,7 +187,7 @@ def test_discarding_recovered_changes_goes_back_to_the_file(qtbot, project):
     assert tab.text() == "unsaved\n"
     tab.notices.notice(NOTICE_RECOVERED).buttons["Discard"].click()
     assert tab.text() == "on disk\n" and not tab.is_modified()
-    qtbot.waitUntil(lambda: store.load(path) is None, timeout=3000)
+    qtbot.waitUntil(lambda: store.load(path) is None)
 
 
 def test_unwritable_project_shows_that_changes_cannot_be_kept(qtbot, project):
@@ -318,7 +318,7 @@ def test_focus_body_gives_the_text_the_keyboard(qtbot, tmp_path):
     tab = open_tab(qtbot, path)
     tab.show_find()
     tab.activateWindow()
-    qtbot.waitUntil(lambda: QApplication.activeWindow() is tab, timeout=5000)
+    qtbot.waitUntil(lambda: QApplication.activeWindow() is tab)
     assert QApplication.focusWidget() is not tab.editor
     tab.focus_body()
     assert QApplication.focusWidget() is tab.editor

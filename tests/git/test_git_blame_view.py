@@ -38,7 +38,7 @@ def window(qtbot, two_author_repo):
 def toggle_and_wait(qtbot, window) -> BlameGutter:
     gutter = window.commands.execute("git.toggleBlame")
     assert isinstance(gutter, BlameGutter)
-    qtbot.waitUntil(lambda: gutter.loaded, timeout=5000)
+    qtbot.waitUntil(lambda: gutter.loaded)
     return gutter
 
 
@@ -82,7 +82,7 @@ def test_blame_of_a_file_never_committed_says_so(qtbot, window, two_author_repo)
     errors = []
     window.show_error = errors.append
     gutter = window.commands.execute("git.toggleBlame")
-    qtbot.waitUntil(lambda: not gutter.attached, timeout=5000)
+    qtbot.waitUntil(lambda: not gutter.attached)
     assert errors and "never been committed" in errors[0]
 
 

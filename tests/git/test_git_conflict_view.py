@@ -40,12 +40,12 @@ def make_view(qtbot, root):
     view = ConflictView(window, open_repository(root))
     qtbot.addWidget(view)
     view.resize(1000, 640)
-    qtbot.waitUntil(lambda: view.snapshot is not None, timeout=5000)
+    qtbot.waitUntil(lambda: view.snapshot is not None)
     return view, window
 
 
 def click_and_wait(qtbot, view, button):
-    with qtbot.waitSignal(view.sig_conflicts_changed, timeout=5000):
+    with qtbot.waitSignal(view.sig_conflicts_changed):
         qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
 
 
@@ -56,7 +56,7 @@ def test_resolving_hunks_and_files_brings_the_count_to_zero_and_the_merge_commit
     assert [view.file_list.item(i).data(Qt.ItemDataRole.UserRole) for i in range(view.file_list.count())] == \
         ["config.txt", "notes.txt"]
 
-    with qtbot.waitSignal(view.sig_conflicts_changed, timeout=5000):
+    with qtbot.waitSignal(view.sig_conflicts_changed):
         view.select_file("notes.txt")
     assert len(view.hunk_widgets) == 2
     first = view.hunk_widgets[0]
@@ -87,7 +87,7 @@ def test_resolving_hunks_and_files_brings_the_count_to_zero_and_the_merge_commit
 
 def test_mark_resolved_is_refused_while_markers_are_left(qtbot, conflicted_repo):
     view, window = make_view(qtbot, conflicted_repo)
-    with qtbot.waitSignal(view.sig_conflicts_changed, timeout=5000):
+    with qtbot.waitSignal(view.sig_conflicts_changed):
         view.select_file("notes.txt")
     click_and_wait(qtbot, view, view.mark_resolved_button)
     assert window.errors and "still has conflict markers" in window.errors[0]
@@ -108,7 +108,7 @@ def test_abort_merge_from_the_view_restores_the_branch(qtbot, conflicted_repo):
 
 def test_open_in_editor_goes_to_the_first_conflict(qtbot, conflicted_repo):
     view, window = make_view(qtbot, conflicted_repo)
-    with qtbot.waitSignal(view.sig_conflicts_changed, timeout=5000):
+    with qtbot.waitSignal(view.sig_conflicts_changed):
         view.select_file("notes.txt")
     qtbot.mouseClick(view.open_button, Qt.MouseButton.LeftButton)
     assert window.opened == [(conflicted_repo / "notes.txt", 2)]

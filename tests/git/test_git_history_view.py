@@ -62,7 +62,7 @@ def merged_repo(make_repo):
 
 
 def wait_loaded(qtbot, view: HistoryView, count: int) -> None:
-    qtbot.waitUntil(lambda: len(view.model.entries) >= count and not view.model.loading, timeout=5000)
+    qtbot.waitUntil(lambda: len(view.model.entries) >= count and not view.model.loading)
 
 
 def test_history_of_a_merge_shows_the_graph_lanes_of_layout_graph(qtbot, merged_repo):
@@ -85,7 +85,7 @@ def test_history_of_a_merge_shows_the_graph_lanes_of_layout_graph(qtbot, merged_
 
     view.resize(900, 500)
     view.show()
-    qtbot.waitUntil(lambda: view.details is not None, timeout=5000)
+    qtbot.waitUntil(lambda: view.details is not None)
     view.grab().save("/tmp/history.png")
 
 
@@ -132,7 +132,7 @@ def test_selecting_a_commit_shows_its_message_and_changed_files(qtbot, merged_re
 
     with qtbot.waitSignal(view.sig_commit_selected):
         assert view.select_commit(feature_two.short_sha)
-    qtbot.waitUntil(lambda: view.details is not None and view.details.sha == feature_two.sha, timeout=5000)
+    qtbot.waitUntil(lambda: view.details is not None and view.details.sha == feature_two.sha)
     assert [(f.status, f.path) for f in view.changed_files()] == [("M", "feature.txt")]
     assert view.files.topLevelItemCount() == 1
     assert "feature two" in view.message.toPlainText()
@@ -151,10 +151,10 @@ def test_double_clicking_a_changed_file_opens_the_diff_editor_on_that_commit(qtb
     wait_loaded(qtbot, view, 5)
     feature_two = next(e for e in view.model.entries if e.summary == "feature two")
     view.select_commit(feature_two.sha)
-    qtbot.waitUntil(lambda: view.details is not None and view.details.sha == feature_two.sha, timeout=5000)
+    qtbot.waitUntil(lambda: view.details is not None and view.details.sha == feature_two.sha)
 
     view.files.itemActivated.emit(view.files.topLevelItem(0), 1)
-    qtbot.waitUntil(lambda: bool(opened), timeout=5000)
+    qtbot.waitUntil(lambda: bool(opened))
     assert opened == [(window, repo, "feature.txt", feature_two.parents[0], feature_two.sha)]
     assert window.tabs == [] and window.errors == []
 
@@ -170,9 +170,9 @@ def test_a_root_commit_is_compared_with_the_empty_tree(qtbot, make_repo, monkeyp
     qtbot.addWidget(view)
     wait_loaded(qtbot, view, 1)
     view.select_commit(view.model.entries[0].sha)
-    qtbot.waitUntil(lambda: view.files.topLevelItemCount() == 1, timeout=5000)
+    qtbot.waitUntil(lambda: view.files.topLevelItemCount() == 1)
     view.files.itemActivated.emit(view.files.topLevelItem(0), 1)
-    qtbot.waitUntil(lambda: bool(opened), timeout=5000)
+    qtbot.waitUntil(lambda: bool(opened))
     assert opened[0][3] == git(root, "hash-object", "-t", "tree", "/dev/null").strip()
 
 
@@ -186,10 +186,10 @@ def test_without_the_diff_editor_a_changed_file_opens_as_read_only_diff_text(qtb
     qtbot.addWidget(view)
     wait_loaded(qtbot, view, 5)
     view.select_commit(next(e.sha for e in view.model.entries if e.summary == "feature two"))
-    qtbot.waitUntil(lambda: view.files.topLevelItemCount() == 1, timeout=5000)
+    qtbot.waitUntil(lambda: view.files.topLevelItemCount() == 1)
 
     view.files.itemActivated.emit(view.files.topLevelItem(0), 1)
-    qtbot.waitUntil(lambda: bool(window.tabs), timeout=5000)
+    qtbot.waitUntil(lambda: bool(window.tabs))
     widget, title, _ = window.tabs[-1]
     assert title.startswith("feature.txt @ ")
     assert "+f2" in widget.toPlainText()
@@ -211,7 +211,7 @@ def test_file_history_follows_a_renamed_file_and_has_no_graph(qtbot, make_repo):
     assert view.model.index(0, 0).data(GRAPH_ROLE) is None
 
     view.select_commit(view.model.entries[1].sha)
-    qtbot.waitUntil(lambda: view.details is not None and view.details.entry.summary == "rename", timeout=5000)
+    qtbot.waitUntil(lambda: view.details is not None and view.details.entry.summary == "rename")
     renamed = view.changed_files()
     assert [(f.status, f.old_path, f.path) for f in renamed] == [("R", "old_name.py", "new_name.py")]
 

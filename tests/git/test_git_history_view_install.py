@@ -55,13 +55,13 @@ def test_show_history_opens_one_tab_and_brings_it_back(qtbot, make_window, make_
     window = make_window(root, [open_repository(root)])
     view = window.commands.execute("git.showHistory")
     assert isinstance(view, HistoryView) and window.tabs.currentWidget() is view
-    qtbot.waitUntil(lambda: len(view.model.entries) == 1, timeout=5000)
+    qtbot.waitUntil(lambda: len(view.model.entries) == 1)
     window.tabs.setCurrentIndex(0)
     assert window.commands.execute("git.showHistory") is view
     assert window.tabs.currentWidget() is view
     window.close_tab(window.tabs.indexOf(view))
     assert window.tabs.indexOf(view) < 0
-    qtbot.waitUntil(lambda: not shiboken6.isValid(view), timeout=2000)  # the window deletes closed tabs
+    qtbot.waitUntil(lambda: not shiboken6.isValid(view))  # the window deletes closed tabs
     again = window.commands.execute("git.showHistory")
     assert again is not view and window.tabs.currentWidget() is again
 
@@ -73,10 +73,10 @@ def test_file_history_from_the_editor_and_from_the_explorer(qtbot, make_window, 
     window.open_file(root / "train.py")
     view = window.commands.execute("git.showFileHistory")
     assert view.path == "train.py" and window.tabs.tabText(window.tabs.currentIndex()) == "History: train.py"
-    qtbot.waitUntil(lambda: [e.summary for e in view.model.entries] == ["more epochs", "initial"], timeout=5000)
+    qtbot.waitUntil(lambda: [e.summary for e in view.model.entries] == ["more epochs", "initial"])
     from_explorer = window.commands.execute("git.showFileHistory", path=root / "other.txt")
     assert from_explorer.path == "other.txt"
-    qtbot.waitUntil(lambda: len(from_explorer.model.entries) == 1, timeout=5000)
+    qtbot.waitUntil(lambda: len(from_explorer.model.entries) == 1)
 
 
 def test_resolve_conflicts_opens_the_conflict_view(qtbot, make_window, make_repo):
@@ -89,9 +89,9 @@ def test_resolve_conflicts_opens_the_conflict_view(qtbot, make_window, make_repo
     window = make_window(root, [open_repository(root)])
     view = window.commands.execute("git.resolveConflicts")
     assert isinstance(view, ConflictView)
-    qtbot.waitUntil(lambda: view.snapshot is not None, timeout=5000)
+    qtbot.waitUntil(lambda: view.snapshot is not None)
     assert view.count_label.text() == "1 conflict left"
-    with qtbot.waitSignal(view.sig_conflicts_changed, timeout=5000):
+    with qtbot.waitSignal(view.sig_conflicts_changed):
         qtbot.mouseClick(view.hunk_widgets[0].take_theirs_button, Qt.MouseButton.LeftButton)
     assert (root / "a.txt").read_text() == "theirs\n"
     qtbot.mouseClick(view.open_button, Qt.MouseButton.LeftButton)

@@ -72,7 +72,7 @@ def test_a_repository_made_in_a_terminal_replaces_the_initialise_view(tmp_path, 
     assert panel.pages.currentIndex() == 1
 
     git(root, "init", "-q", "--initial-branch=main")  # outside the app: no click, no activation
-    wait_for(qtbot, lambda: session.repo is not None and session.status is not None, timeout=3000)
+    wait_for(qtbot, lambda: session.repo is not None and session.status is not None)
     assert panel.pages.currentIndex() == 2
     assert session.repo.root == root.resolve()
     assert panel.group_paths("untracked") == ["train.py"]
@@ -89,7 +89,7 @@ def test_a_repository_removed_in_a_terminal_falls_back_to_the_initialise_view(ma
     assert panel.pages.currentIndex() == 2
 
     shutil.rmtree(root / ".git")
-    wait_for(qtbot, lambda: session.repo is None and panel.pages.currentIndex() == 1, timeout=3000)
+    wait_for(qtbot, lambda: session.repo is None and panel.pages.currentIndex() == 1)
     assert window.commands.get("git.init").is_enabled()
     assert not window.commands.get("git.commit").is_enabled()
 
@@ -109,7 +109,7 @@ def test_a_repository_made_around_the_project_is_found_when_the_window_is_activa
 
     git(outer, "init", "-q", "--initial-branch=main")  # in a parent folder: nothing in the project changed
     QApplication.sendEvent(window, QEvent(QEvent.Type.WindowActivate))
-    wait_for(qtbot, lambda: session.repo is not None and session.status is not None, timeout=3000)
+    wait_for(qtbot, lambda: session.repo is not None and session.status is not None)
     assert session.repo.root == outer.resolve() and panel.pages.currentIndex() == 2
 
 

@@ -36,7 +36,7 @@ def make_tree(qtbot, root: Path, commands=None) -> ProjectTree:
 
 
 def wait_for_names(qtbot, tree: ProjectTree, expected: list[str], folder=None) -> None:
-    qtbot.waitUntil(lambda: tree.child_names(folder) == expected, timeout=5000)
+    qtbot.waitUntil(lambda: tree.child_names(folder) == expected)
 
 
 def menu_names(menu) -> list[str]:

@@ -25,7 +25,7 @@ def test_a_misspelt_key_is_underlined_with_the_suggestion_in_its_tooltip(qtbot, 
     wait_for(qtbot, lambda: tab.editor.diagnostics == [] and tab._diagnostics_provider is not None)
     tab.set_cursor_position(4, 1)
     qtbot.keyClicks(tab.editor, "learnin_rate=0.1")
-    wait_for(qtbot, lambda: tab.diagnostics(), timeout=5000)
+    wait_for(qtbot, lambda: tab.diagnostics())
     [problem] = tab.diagnostics()
     assert problem.line == 4 and problem.severity == "error"
     assert "did you mean learning_rate" in problem.message
@@ -45,7 +45,7 @@ def test_a_misspelt_key_is_underlined_with_the_suggestion_in_its_tooltip(qtbot, 
     assert window.statusBar().currentMessage() == ""  # away from the line, the message goes
     qtbot.keyClicks(tab.editor, "num_epochs=0")
     qtbot.keyClick(tab.editor, Qt.Key.Key_Return)
-    wait_for(qtbot, lambda: [d.line for d in tab.diagnostics()] == [1, 5], timeout=5000)
+    wait_for(qtbot, lambda: [d.line for d in tab.diagnostics()] == [1, 5])
 
 
 def test_a_file_open_before_training_was_installed_is_checked_too(qtbot, open_window, toy_project):
@@ -55,7 +55,7 @@ def test_a_file_open_before_training_was_installed_is_checked_too(qtbot, open_wi
     window = open_window(toy_project)  # the main file opens before capabilities are installed
     tab = window.current_editor()
     assert tab.path.name == "toy.hparams"
-    wait_for(qtbot, lambda: tab.diagnostics(), timeout=5000)
+    wait_for(qtbot, lambda: tab.diagnostics())
     assert "batch_size" in tab.diagnostics()[0].message
 
 
@@ -111,7 +111,7 @@ def test_ctrl_space_lists_the_keys_with_type_default_and_help_the_projects_own_f
     qtbot.keyClick(popup.view, Qt.Key.Key_Return)
     assert tab.editor.document().findBlockByNumber(3).text() == "learning_rate_decay_type="
     # Right after "key=", the key's choices are offered on their own.
-    wait_for(qtbot, lambda: tab.editor.completions_shown(), timeout=2000)
+    wait_for(qtbot, lambda: tab.editor.completions_shown())
     assert [item.shown for item in tab.editor.completions_shown()] == ["fixed", "exponential", "polynomial"]
     qtbot.keyClick(popup.view, Qt.Key.Key_Down)
     qtbot.keyClick(popup.view, Qt.Key.Key_Return)

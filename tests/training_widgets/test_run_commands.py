@@ -20,7 +20,7 @@ def relist(qtbot, window) -> None:
     session = session_of(window)
     before = session.rows
     QApplication.sendEvent(window, QEvent(QEvent.Type.WindowActivate))
-    wait_for(qtbot, lambda: session.rows is not before, timeout=5000)
+    wait_for(qtbot, lambda: session.rows is not before)
 
 
 def write_checkpoint(run_dir: str, step: int) -> None:

@@ -86,7 +86,7 @@ def test_a_run_started_from_the_command_line_appears_in_the_panel(qtbot, open_wi
     panel = panel_of(window)
     info = RunService(toy_project).start(overrides=["num_epochs=1"])
     QApplication.sendEvent(window, QEvent(QEvent.Type.WindowActivate))  # the user comes back
-    wait_for(qtbot, lambda: session_of(window).row(info.id) is not None, timeout=5000)
+    wait_for(qtbot, lambda: session_of(window).row(info.id) is not None)
     assert panel.table.topLevelItem(0).text(0) == info.id  # newest first
 
 
