@@ -118,3 +118,40 @@ def test_the_editors_notices_and_find_bar_error_are_readable_on_dark(open_window
     tab.find_bar.regex_button.setChecked(True)
     tab.find_bar.find_edit.setText("(")
     qtbot.waitUntil(lambda: theme.colour("ERROR_TEXT", "dark") in tab.find_bar.count_label.styleSheet(), timeout=3000)
+
+
+def test_a_tool_reports_figures_and_charts_are_readable_on_dark_and_back(qtbot):
+    from workbench.modeltools.report import ReportPlot, ToolReport
+    from workbench.modeltools.widgets.result_view import ResultView
+
+    report = ToolReport("compare", "Compare", figures={"max_abs_diff": 3.1e-06},
+                        plots=[ReportPlot("Latency", ["batch 1", "batch 32"],
+                                          [{"name": "fp32", "values": [0.4, 3.2]},
+                                           {"name": "int8", "values": [0.3, 2.1]}], y_label="ms")])
+    view = ResultView()
+    qtbot.addWidget(view)
+    view.resize(760, 520)
+    view.show()
+    view.set_report(report)
+    view.tabs.setCurrentIndex(view.tabs.count() - 1)
+    qtbot.waitUntil(lambda: bool(view.plot_widgets), timeout=20_000)
+    value = view.findChild(type(view.title), "figure-value-max_abs_diff")
+    chart = view.plot_widgets[0]
+    legend_name = chart.legend.findChildren(type(view.title), "legend-name")[0]
+
+    def text_colour(label) -> str:
+        label.ensurePolished()
+        return label.palette().color(label.foregroundRole()).name()
+
+    try:
+        theme.apply_theme("dark")
+        # A figure's value was dark grey on the dark card: unreadable.
+        assert text_colour(value) == theme.colour("FOREGROUND", "dark")
+        assert chart.plot.backgroundBrush().color().name() == theme.colour("CHART_BACKGROUND", "dark")
+        axis = chart.plot.getPlotItem().getAxis("left")
+        assert axis.textPen().color().name() == theme.colour("CHART_FOREGROUND", "dark")
+        assert text_colour(legend_name) == theme.colour("CHART_FOREGROUND", "dark")
+    finally:
+        theme.apply_theme("light")
+    assert text_colour(value) == theme.colour("FOREGROUND", "light")
+    assert chart.plot.backgroundBrush().color().name() == "#ffffff"

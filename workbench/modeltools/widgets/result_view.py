@@ -53,7 +53,6 @@ CARD_PADDING = 24
 CARD_GAP = 8
 # The report's width assumed for laying out figures before the view is shown.
 ASSUMED_WIDTH = 720
-LEGEND_TEXT = "#1d2530"
 
 
 class ResultView(QWidget):
@@ -281,7 +280,7 @@ class ResultView(QWidget):
         # Cards share a row evenly: a long value does not widen its column.
         shown.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         caption.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        shown.setStyleSheet(f"font-size: {VALUE_PIXELS}px; font-weight: 600; color: #1d2530;")
+        theme.set_themed_style_sheet(shown, f"font-size: {VALUE_PIXELS}px; font-weight: 600; color: @FOREGROUND;")
         shown.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         column.addWidget(caption)
         column.addWidget(shown)
@@ -345,16 +344,12 @@ class ResultView(QWidget):
         # Leave this import here: pyqtgraph loads only for a report that has a plot.
         import pyqtgraph as pg
 
-        widget = pg.PlotWidget(background="w")
+        widget = pg.PlotWidget()
         widget.setObjectName(f"plot-area-{plot.title}")
         item = widget.getPlotItem()
         item.showGrid(y=True, alpha=0.25)
-        axis_pen = pg.mkPen("#5f6b7a")
-        for side in ("left", "bottom"):
-            item.getAxis(side).setTextPen(axis_pen)
-            item.getAxis(side).setPen(axis_pen)
         if plot.y_label:
-            item.setLabel("left", plot.y_label, color="#5f6b7a")
+            item.setLabel("left", plot.y_label)
         item.getAxis("left").enableAutoSIPrefix(False)  # "ms", never "ms (x0.001)"
         ticks = [(i, str(c)) for i, c in enumerate(plot.categories)]
         item.getAxis("bottom").setTicks([ticks])
@@ -379,7 +374,8 @@ class ResultView(QWidget):
         item.hideButtons()
         holder = QWidget()
         holder.setObjectName(f"plot-{plot.title}")
-        holder.setStyleSheet("background: white;")
+        theme.set_themed_style_sheet(holder, "background: @CHART_BACKGROUND;")
+        _PlotColours(widget, plot.y_label)
         column = QVBoxLayout(holder)
         column.setContentsMargins(0, 4, 0, 0)
         column.setSpacing(2)
@@ -522,11 +518,35 @@ def _legend_row(entries: list[tuple[str, str]]) -> QWidget:
         swatch.colour = colour  # type: ignore[attr-defined]
         label = QLabel(name)
         label.setObjectName("legend-name")
-        label.setStyleSheet(f"color: {LEGEND_TEXT}; background: transparent;")
+        theme.set_themed_style_sheet(label, "color: @CHART_FOREGROUND; background: transparent;")
         pair.addWidget(swatch)
         pair.addWidget(label)
         layout.addWidget(entry)
     return row
+
+
+class _PlotColours(QObject):
+    """Keeps a report chart's background, axes and axis label in the current theme's chart
+    colours (a child of the chart, so it goes with it)."""
+
+    def __init__(self, widget, y_label: str):
+        super().__init__(widget)
+        self._y_label = y_label
+        theme.theme_changes().sig_theme_changed.connect(self.restyle)
+        self.restyle()
+
+    def restyle(self, _theme: str = "") -> None:
+        import pyqtgraph as pg
+
+        widget = self.parent()
+        widget.setBackground(theme.colour("CHART_BACKGROUND"))
+        item = widget.getPlotItem()
+        pen = pg.mkPen(theme.colour("CHART_FOREGROUND"))
+        for side in ("left", "bottom"):
+            item.getAxis(side).setTextPen(pen)
+            item.getAxis(side).setPen(pen)
+        if self._y_label:
+            item.setLabel("left", self._y_label, color=theme.colour("CHART_FOREGROUND"))
 
 
 class _ElideOnResize(QObject):
