@@ -8,6 +8,13 @@ from tests.git.test_git_widgets_support import finish, open_window, panel_of, se
 from workbench.git.widgets.branch_button import BranchButton
 
 
+def _settled(session) -> bool:
+    """The status is read and nothing more is on its way: no refresh running or asked for, no
+    burst of watcher events being waited out."""
+    return (session.status is not None and not session.refreshing and not session._pending_requested
+            and not session._refresh_timer.isActive() and not session._watch_timer.isActive())
+
+
 def _spy_on_refreshes(session):
     calls = []
     refresh = session.cache.refresh
@@ -79,25 +86,29 @@ def test_changes_made_in_a_terminal_show_without_a_refresh(make_repo, open_windo
     wait_for(qtbot, lambda: panel.group_paths("unstaged") == ["a.py"])
 
     git(root, "add", "a.py")  # .git/index replaced
-    wait_for(qtbot, lambda: panel.group_paths("staged") == ["a.py"], timeout=3000)
+    wait_for(qtbot, lambda: panel.group_paths("staged") == ["a.py"])
     git(root, "switch", "-q", "-c", "elsewhere")  # HEAD replaced
-    wait_for(qtbot, lambda: session.status.branch == "elsewhere", timeout=3000)
+    wait_for(qtbot, lambda: session.status.branch == "elsewhere")
     git(root, "commit", "-qm", "From the terminal")  # index and refs/heads again: still watched
-    wait_for(qtbot, lambda: panel.group_paths("staged") == [], timeout=3000)
+    wait_for(qtbot, lambda: panel.group_paths("staged") == [])
 
 
 def test_a_burst_of_changes_gives_one_refresh(make_repo, open_window, qtbot):
     root = make_repo(files={"a.py": "a\n", "b.py": "b\n"})
     window = open_window(root)
     session = session_of(window)
-    qtbot.wait(500)  # let the first refresh's own events settle
+    wait_for(qtbot, lambda: _settled(session))  # the window's first status, read before counting
+    # The refreshes counted are the watcher's: the periodic one (every 5 s while the window is
+    # active, from the moment the repository is found) could land in the middle on a slow machine.
+    session._periodic_timer.stop()
     calls = _spy_on_refreshes(session)
     for name in ("a.py", "b.py"):
         (root / name).write_text("x\n")
         git(root, "add", name)
     git(root, "commit", "-qm", "Burst")
-    wait_for(qtbot, lambda: None in calls, timeout=3000)
-    qtbot.wait(800)
+    wait_for(qtbot, lambda: None in calls and _settled(session))
+    qtbot.wait(800)  # a late watcher event would start another debounce meanwhile
+    wait_for(qtbot, lambda: _settled(session))
     assert calls.count(None) == 1  # (a saved file may still refresh its own path)
 
 
