@@ -113,7 +113,7 @@ def test_terminate_kills_the_whole_process_group_with_grandchildren(service, pro
     assert process_alive(grandchild)
     ended = service.terminate(info.id)
     assert ended.state == "terminated"
-    wait_for(lambda: not process_alive(info.pid) and not process_alive(grandchild), timeout=5)
+    wait_for(lambda: not process_alive(info.pid) and not process_alive(grandchild))
     assert not ended.can_resume and service.list_runs()[0].state == "terminated"
 
 

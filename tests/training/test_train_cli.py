@@ -76,8 +76,12 @@ def test_ctrl_c_stops_the_run_and_a_second_ctrl_c_terminates_it(project):
     cli_process.stdout.readline()
     assert "step=" in cli_process.stdout.readline() + cli_process.stdout.readline()
     cli_process.send_signal(signal.SIGINT)  # the trainer ignores the stop …
-    time.sleep(0.5)
-    cli_process.send_signal(signal.SIGINT)  # … so the second Ctrl+C kills it
+    # … and once the first press is taken (two signals that come before Python's handler has run
+    # are one press) …
+    for line in cli_process.stderr:
+        if line.startswith("Stopping run"):
+            break
+    cli_process.send_signal(signal.SIGINT)  # … the second Ctrl+C kills it
     out, err = cli_process.communicate(timeout=30)
     assert cli_process.returncode == 1 and "Terminating run" in err and "terminated" in err.strip().splitlines()[-1]
 
