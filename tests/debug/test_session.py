@@ -241,7 +241,8 @@ def test_attaching_where_nothing_listens_says_how_to_start_the_program():
 def test_pause_stops_a_busy_program_where_it_is_and_continue_lets_it_go_on(tmp_path):
     script = tmp_path / "busy.py"
     script.write_text("import time\n\n\ndef work():\n    n = 0\n    print('working', flush=True)\n"
-                      "    while True:\n        n += 1\n        time.sleep(0.01)\n\n\nwork()\n")
+                      "    while True:\n        n += 1\n        if n % 10 == 0:\n            print(f'n={n}', flush=True)\n"
+                      "        time.sleep(0.01)\n\n\nwork()\n")
     recorder = Recorder()
     session = started(script, [], recorder)
     try:
@@ -251,13 +252,17 @@ def test_pause_stops_a_busy_program_where_it_is_and_continue_lets_it_go_on(tmp_p
         assert stop.reason == "pause" and stop.top.name == "work"
         first = int(session.evaluate("n", stop.top.id).variable.value)
         session.resume()
-        time.sleep(0.3)
+        # Paused again once it has counted on (a fixed time may pass without it running at all
+        # on a busy machine).
+        wait_until(lambda: any(int(word[2:]) > first for word in recorder.text().split()
+                                   if word.startswith("n=") and word[2:].isdigit()),
+                   30, what="the program to count on")
         session.pause()
         later = session.next_stop(30)
         assert int(session.evaluate("n", later.top.id).variable.value) > first
         with pytest.raises(DebugError, match="Cannot step over: busy.py is running"):
-            session.resume().result(5)
-            session.step_over().result(5)
+            session.resume().result(30)
+            session.step_over().result(30)
     finally:
         session.close()
 
