@@ -86,8 +86,11 @@ def run_count(values: dict, context) -> ToolReport:
     context.stage("Checking")
     if behaviour == "linger":  # a thread that keeps the process from ending after the report
         threading.Thread(target=time.sleep, args=(600,), daemon=False).start()
+    advice = (["count fewer with --steps, or faster with --no-verbose and -o on a fast disk"]
+              if "advice" in values["tags"] else [])
     return ToolReport(tool="count", title=f"Counted {values['steps']} steps",
-                      figures={"steps": values["steps"], "niceness": os.nice(0)}, outputs=[str(target)])
+                      figures={"steps": values["steps"], "niceness": os.nice(0)}, outputs=[str(target)],
+                      warnings=advice)
 
 
 def run_merge(values: dict, context) -> ToolReport:

@@ -234,6 +234,14 @@ def test_a_failed_run_unfolds_the_form_and_fixing_the_form_clears_the_banner(qtb
     assert not window.banner.isVisible()  # the failure was about the values the form no longer has
 
 
+def test_a_reports_advice_names_the_windows_fields_not_the_command_lines_flags(qtbot, make_window, text_file):
+    window = make_window("count", {"model": str(text_file), "tags": ["advice"]})
+    assert run_to_end(qtbot, window) == "succeeded"
+    assert window.result_view.warnings.text() == ("⚠ count fewer with “Steps”, or faster with “Verbose” off and "
+                                                 "“Output” on a fast disk")
+    assert "--steps" in window.report.warnings[0]  # the report itself, as exported, is the tool's
+
+
 def test_the_log_starts_with_the_cli_command_to_copy(qtbot, make_window, text_file):
     window = make_window("count", {"model": str(text_file), "steps": 2, "verbose": False})
     assert run_to_end(qtbot, window) == "succeeded"

@@ -12,6 +12,8 @@ since the form is then what needs work.
 
 from __future__ import annotations
 
+import dataclasses
+
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal
@@ -453,7 +455,9 @@ class ToolWindow(QMainWindow):
         if outcome == SUCCEEDED:
             self.report = self.runner.report
             self._report_time = _now()
-            self.result_view.set_report(self.report)
+            # Its advice names the form's fields, as the tool's help does here, not the flags.
+            self.result_view.set_report(dataclasses.replace(
+                self.report, warnings=[in_window_words(w, self.spec) for w in self.report.warnings]))
             self.progress.setValue(PROGRESS_STEPS)
             self.progress.setFormat("Done")
             self.append_log(f"Done ({self._report_time}).")
