@@ -54,19 +54,28 @@ class AgentProcess:
         self._launch()
 
     def _launch(self) -> None:
-        self.port = _free_port()
-        template = os.environ.get("WORKBENCH_DEVICE_AGENT_COMMAND") or DEFAULT_COMMAND
-        argv = [part.format(port=self.port, data_dir=str(self.data_dir))
-                for part in shlex.split(template)]
-        self._stderr = open(self.folder / "agent-stderr.txt", "ab")
-        self.process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self._stderr,
-                                        stdin=subprocess.DEVNULL, text=True)
-        self.codes: List[str] = []
-        self.certificate_line: Optional[str] = None
-        self._new_code = threading.Condition()
-        self._listening: "queue.Queue[int]" = queue.Queue()
-        threading.Thread(target=self._read_output, args=(self.process,), daemon=True).start()
-        self._wait_until_serving()
+        # Another process may take the free port between the probe and the agent's bind: an
+        # agent that ends before it serves is started again on another port.
+        for attempt in range(3):
+            self.port = _free_port()
+            template = os.environ.get("WORKBENCH_DEVICE_AGENT_COMMAND") or DEFAULT_COMMAND
+            argv = [part.format(port=self.port, data_dir=str(self.data_dir))
+                    for part in shlex.split(template)]
+            self._stderr = open(self.folder / "agent-stderr.txt", "ab")
+            self.process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self._stderr,
+                                            stdin=subprocess.DEVNULL, text=True)
+            self.codes: List[str] = []
+            self.certificate_line: Optional[str] = None
+            self._new_code = threading.Condition()
+            self._listening: "queue.Queue[int]" = queue.Queue()
+            threading.Thread(target=self._read_output, args=(self.process,), daemon=True).start()
+            try:
+                self._wait_until_serving()
+                return
+            except (RuntimeError, OSError):
+                if attempt == 2 or self.process.poll() is None:
+                    raise
+                self._stderr.close()
 
     def _read_output(self, process: subprocess.Popen) -> None:
         for line in process.stdout:

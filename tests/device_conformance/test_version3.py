@@ -93,7 +93,9 @@ def _dap_send(link: Link, message: Dict[str, Any]) -> None:
 
 
 def _dap_read(link: Link) -> Dict[str, Any]:
-    data = b""
+    """The next DAP message on the tunnel. Two messages can come in one read (an event and the
+    response just behind it): what follows this one is kept for the next call."""
+    data = getattr(link, "dap_unread", b"")
     while b"\r\n\r\n" not in data:
         chunk = link.sock.recv(4096)
         assert chunk, "the tunnel closed before a DAP message came"
@@ -105,6 +107,7 @@ def _dap_read(link: Link) -> Dict[str, Any]:
         chunk = link.sock.recv(length - len(body))
         assert chunk, "the tunnel closed inside a DAP message"
         body += chunk
+    link.dap_unread = body[length:]
     return json.loads(body[:length])
 
 
