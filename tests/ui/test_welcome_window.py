@@ -67,7 +67,7 @@ def test_open_windows_are_grouped_by_project_and_tool_windows_named_by_tool_and_
     qtbot.addWidget(window)
     window.set_windows([
         {"window_id": "t1", "pid": 11, "kind": "tool", "project": "/p/digits", "state": "ready",
-         "title": "Quantize — runs/r1/outputs/model.onnx"},
+         "title": "Quantize — runs/r1/outputs/model.onnx → model.int8.onnx"},
         {"window_id": "w2", "pid": 12, "kind": "project", "project": "/p/notes", "state": "ready"},
         {"window_id": "t2", "pid": 13, "kind": "tool", "project": "/p/digits", "state": "ready",
          "title": "Inspect — runs/r1/outputs/model.onnx"},
@@ -77,13 +77,16 @@ def test_open_windows_are_grouped_by_project_and_tool_windows_named_by_tool_and_
     assert window.describe()["windows"] == [
         "digits — /p/digits",
         "    Project window · ready",
-        "    Inspect — runs/r1/outputs/model.onnx · ready",
-        "    Quantize — runs/r1/outputs/model.onnx · ready",
+        "    Inspect — model.onnx · ready",
+        "    Quantize — model.onnx → model.int8.onnx · ready",
         "notes — /p/notes",
         "    Project window · ready",
         "Without a project",
         "    Tool window · starting",
     ]
+    quantize = next(window.windows_list.item(i) for i in range(window.windows_list.count())
+                    if "Quantize" in window.windows_list.item(i).text())
+    assert quantize.toolTip().startswith("Quantize — runs/r1/outputs/model.onnx → model.int8.onnx\n")
     window.windows_list.setCurrentRow(0)  # a heading cannot be chosen
     assert window.windows_list.currentItem() is None or window._selected_window() is None
     assert not window.reopen_button.isEnabled()

@@ -3,6 +3,8 @@ the windows that are running (or crashed, with a way to reopen them)."""
 
 from __future__ import annotations
 
+import re
+
 from pathlib import Path
 
 from PySide6.QtCore import Signal
@@ -185,7 +187,8 @@ class WelcomeWindow(QMainWindow):
                 state = entry.get("state", "")
                 text = f"    {_window_name(entry)} · {state}"
                 item = QListWidgetItem(text)
-                item.setToolTip(f"{entry.get('kind', 'window')} window, process {entry.get('pid')}")
+                title = entry.get("title") or _window_name(entry)
+                item.setToolTip(f"{title}\n{entry.get('kind', 'window')} window, process {entry.get('pid')}")
                 item.setData(WINDOW_ROLE, entry)
                 if state == messages.STATE_CRASHED:
                     item.setForeground(CRASHED_COLOR)
@@ -313,7 +316,11 @@ def _grouped_by_project(windows: list[dict]) -> list[tuple[str | None, list[dict
 
 
 def _window_name(entry: dict) -> str:
-    """"Project window", or a tool window's title ("Quantize — runs/…/model.onnx")."""
+    """"Project window", or a tool window's tool and models by file name ("Quantize —
+    model.onnx → model.int8.onnx" for "Quantize — runs/<id>/outputs/model.onnx → ..."): the
+    group above already names the project, and the whole title is in the row's tooltip."""
     if entry.get("kind") == messages.KIND_PROJECT:
         return "Project window"
-    return entry.get("title") or f"{str(entry.get('kind', 'window')).capitalize()} window"
+    title = entry.get("title") or f"{str(entry.get('kind', 'window')).capitalize()} window"
+    tool, dash, models = title.partition(" — ")
+    return tool + dash + re.sub(r"[^\s→]*/(?=[^\s/→])", "", models)
