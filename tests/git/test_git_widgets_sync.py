@@ -194,6 +194,10 @@ def test_set_identity_asks_for_name_and_email_in_one_dialog_filled_with_the_curr
     def answer(parent, name, email, repository):
         dialog = dialogs.IdentityDialog(parent, name, email, repository)
         seen.append((dialog.name.text(), dialog.email.text()))
+        dialog.email.setText("a.long.address@users.noreply.example.com")
+        dialog.show()
+        assert dialog.email.width() > dialog.email.fontMetrics().horizontalAdvance(dialog.email.text())
+        dialog.hide()
         ok = dialog.buttons.button(dialog.buttons.StandardButton.Ok)
         dialog.email.setText("not an address")
         assert not ok.isEnabled()

@@ -50,6 +50,9 @@ def ask_choice(parent: QWidget, title: str, label: str, choices: list[str], curr
     return answer.strip() if ok and answer.strip() else None
 
 
+DIALOG_WIDTH = 480
+
+
 class FlowSetupDialog(QDialog):
     """Git Flow: Init, as one form: the production and integration branches (the local ones
     offered, a new name allowed), each kind's branch prefix and the version tag prefix, filled
@@ -58,6 +61,7 @@ class FlowSetupDialog(QDialog):
     def __init__(self, parent: QWidget | None, proposal, branches: list[str]):
         super().__init__(parent)
         self.setWindowTitle("Git Flow: Init")
+        self.setMinimumWidth(DIALOG_WIDTH)  # the fields show a whole branch name or placeholder
         form = QFormLayout()
         note = QLabel("Branches for production releases and for the next release; the prefixes name "
                       "the branches Git Flow starts. The proposed values are git-flow's usual ones.")
@@ -140,6 +144,7 @@ class IdentityDialog(QDialog):
     def __init__(self, parent: QWidget | None, name: str, email: str, repository: str):
         super().__init__(parent)
         self.setWindowTitle("Git: Set Identity")
+        self.setMinimumWidth(DIALOG_WIDTH)  # a whole e-mail address shows
         form = QFormLayout()
         self.name = QLineEdit(name)
         self.name.setPlaceholderText("Ada Lovelace")
