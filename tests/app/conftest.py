@@ -51,10 +51,12 @@ class Workbench:
             raise AssertionError(f"workbench {' '.join(args)} failed ({result.returncode}): {result.stderr}")
         return result
 
+    # The hub answers on its event loop, which may be busy starting a window on a loaded machine:
+    # these limits are for a hub that hangs, not one that is slow.
     def hub(self) -> HubClient:
-        return HubClient.connect(timeout=5.0)
+        return HubClient.connect(timeout=30.0)
 
-    def call(self, method: str, params: dict | None = None, timeout: float = 10.0):
+    def call(self, method: str, params: dict | None = None, timeout: float = 30.0):
         with self.hub() as hub:
             return hub.call(method, params or {}, timeout=timeout)
 
