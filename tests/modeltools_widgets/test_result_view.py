@@ -214,3 +214,38 @@ def test_a_line_charts_last_category_keeps_its_label(qtbot):
     plot_item = view.plot_widgets[0].plot.getPlotItem()
     (left, right), _ = plot_item.getViewBox().viewRange()
     assert left <= -0.5 + 1e-9 and right >= len(categories) - 0.5 - 1e-9
+
+
+def test_category_labels_that_would_overlap_are_thinned_keeping_the_first_and_last(qtbot):
+    """Nine layer names under a narrow chart were drawn over each other."""
+    from PySide6.QtGui import QFont, QFontMetrics
+
+    categories = ["images"] + [f"node_Conv_{n}" for n in range(59, 66)] + ["node_linear"]
+    report = ToolReport("quantize", "Quantize", plots=[ReportPlot(
+        "Cosine", categories, [{"name": "int8", "values": [0.001 * i for i in range(9)]}], kind="line")])
+    view = ResultView()
+    qtbot.addWidget(view)
+    view.resize(560, 420)
+    view.show()
+    view.set_report(report)
+    view.tabs.setCurrentIndex(view.tabs.count() - 1)
+    plot_item = view.plot_widgets[0].plot.getPlotItem()
+    axis = plot_item.getAxis("bottom")
+
+    def labelled() -> list[tuple[float, str]]:
+        return axis._tickLevels[0]
+
+    qtbot.waitUntil(lambda: 1 < len(labelled()) < len(categories), timeout=5000)
+    assert labelled()[0][1] == "images" and labelled()[-1][1] == "node_linear"
+    room = plot_item.getViewBox().width() / len(categories)
+    widest = max(QFontMetrics(QFont()).horizontalAdvance(label) for _, label in labelled())
+    positions = [position for position, _ in labelled()]
+    assert all((b - a) * room >= widest for a, b in zip(positions, positions[1:]))
+    assert len(axis._tickLevels[1]) == len(categories) - len(labelled())  # the others still ticked
+    # The last label reaches past the axis' end by half its width less half a category; pyqtgraph
+    # hides such a label unless its tolerance covers that.
+    overhang = QFontMetrics(QFont()).horizontalAdvance("node_linear") / 2 - room / 2
+    tolerance = axis.style["hideOverlappingLabels"]
+    assert tolerance is not True and tolerance >= overhang
+    view.resize(1800, 420)
+    qtbot.waitUntil(lambda: len(labelled()) == len(categories), timeout=5000)

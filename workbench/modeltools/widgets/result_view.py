@@ -351,8 +351,7 @@ class ResultView(QWidget):
         if plot.y_label:
             item.setLabel("left", plot.y_label)
         item.getAxis("left").enableAutoSIPrefix(False)  # "ms", never "ms (x0.001)"
-        ticks = [(i, str(c)) for i, c in enumerate(plot.categories)]
-        item.getAxis("bottom").setTicks([ticks])
+        _CategoryTicks(item, [str(c) for c in plot.categories])
         count = max(len(plot.series), 1)
         width = 0.8 / count
         legend: list[tuple[str, str]] = []
@@ -523,6 +522,48 @@ def _legend_row(entries: list[tuple[str, str]]) -> QWidget:
         pair.addWidget(label)
         layout.addWidget(entry)
     return row
+
+
+class _CategoryTicks(QObject):
+    """A chart's category labels under its x axis, as many as fit side by side: every k-th one
+    (the last always) when the plot is too narrow for all of them, the others ticked without a
+    label. pyqtgraph draws given labels over each other (a per-layer chart of nine layers was a
+    smudge)."""
+
+    GAP_PIXELS = 12
+
+    def __init__(self, item, categories: list[str]):
+        super().__init__(item.getViewBox())
+        self._item = item
+        self._categories = categories
+        self.shown: list[str] = list(categories)
+        item.getViewBox().sigResized.connect(self.relabel)
+        self.relabel()
+
+    def relabel(self, *_args) -> None:
+        axis = self._item.getAxis("bottom")
+        count = len(self._categories)
+        metrics = QFontMetrics(axis.style.get("tickFont") or QFont())
+        widest = max((metrics.horizontalAdvance(c) for c in self._categories), default=0) + self.GAP_PIXELS
+        room = max(self._item.getViewBox().width(), 1.0) / max(count, 1)
+        step = max(1, math.ceil(widest / room))
+        chosen = list(range(0, count, step))
+        last = count - 1
+        if count and chosen[-1] != last:
+            if len(chosen) > 1:
+                chosen.pop()  # it would touch the last label, which is always shown
+            chosen.append(last)
+        major = [(i, self._categories[i]) for i in chosen]
+        minor = [(i, "") for i in range(count) if i not in chosen]
+        self.shown = [label for _, label in major]
+        axis.setTicks([major, minor])
+        # The last label, centred on the last category, may reach past the axis' end; pyqtgraph
+        # hides such a label unless told how far it may go (the plot keeps a margin for it).
+        last_reach = metrics.horizontalAdvance(self._categories[last]) / 2 - room / 2 if count else 0
+        axis.setStyle(hideOverlappingLabels=max(1, math.ceil(last_reach) + 2))
+        layout = self._item.layout
+        left, top, _, bottom = layout.getContentsMargins()
+        layout.setContentsMargins(left, top, max(4.0, last_reach + 4), bottom)
 
 
 class _PlotColours(QObject):
