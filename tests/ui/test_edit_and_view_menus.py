@@ -136,6 +136,29 @@ def test_the_view_menu_toggles_each_dock_with_a_check_mark(qtbot, open_window, p
         assert dock.isHidden() == shown and action.isChecked() == (not shown)
 
 
+def test_toggling_a_dock_behind_anothers_tab_brings_it_in_front_and_a_shown_dock_comes_in_front(
+        qtbot, open_window, project):
+    """Ctrl+Shift+E with Search in front of the Explorer hid the Explorer (on X11 Qt keeps a
+    dock behind a tab "visible", only covered)."""
+    window = open_window(project)
+    explorer = window.findChild(QDockWidget, "dock-explorer")
+    search = window.findChild(QDockWidget, "dock-find-in-files")
+
+    def in_front(dock) -> bool:
+        return dock.isVisible() and not dock.visibleRegion().isEmpty()
+
+    search.raise_()
+    qtbot.waitUntil(lambda: in_front(search) and not in_front(explorer))
+    window.commands.execute("view.toggle.explorer")
+    qtbot.waitUntil(lambda: in_front(explorer))
+    assert not explorer.isHidden()
+    window.commands.execute("view.toggle.explorer")  # in view: now it goes
+    assert explorer.isHidden()
+    search.raise_()
+    window.commands.execute("view.toggle.explorer")  # shown again, and in front of Search
+    qtbot.waitUntil(lambda: in_front(explorer))
+
+
 def test_reset_layout_brings_back_the_first_open_layout_and_the_window_keeps_it(qtbot, open_window, project):
     window = open_window(project)
     first_open = place_of(window)

@@ -244,8 +244,13 @@ class DockTabBars(QObject):
 def toggle_dock(dock: QDockWidget) -> None:
     """Show a hidden dock, bring forward one behind another's tab, hide one in view (View ▸
     Toggle ...): the dock's ``toggleViewAction``, except that a dock the user cannot see for a
-    tab in front of it comes forward instead of going away."""
-    if not dock.isHidden() and not dock.isVisible() and not dock.isFloating():
+    tab in front of it comes forward instead of going away, and a dock shown comes in front."""
+    # A dock behind a tab may still be "visible" to Qt (it is on X11: only covered); what the
+    # user sees of it is its visible region.
+    behind_a_tab = not dock.isHidden() and (not dock.isVisible() or dock.visibleRegion().isEmpty())
+    if behind_a_tab and not dock.isFloating():
         dock.raise_()
         return
     dock.toggleViewAction().trigger()
+    if not dock.isHidden():
+        dock.raise_()
