@@ -175,26 +175,3 @@ def test_a_first_open_takes_a_large_share_of_the_screen_but_never_less_than_1200
     assert first_open_size(QSize(1366, 740)) == QSize(1200, 780)  # a small laptop: the smallest size
     assert first_open_size(QSize(5120, 2800)) == QSize(2200, 1400)  # a huge screen: not all of it
     assert first_open_size(None) == QSize(1200, 780)
-
-
-def test_every_tab_of_a_narrow_dock_group_stays_in_view(open_window, project, qtbot):
-    """Qt scrolls a tab group's titles that do not fit; the left area's four tabs (Explorer,
-    Source Control, Outline, Search) hid the first behind an arrow once Search was in front."""
-    from workbench.qt import theme
-
-    window = open_window(project)
-    window.resize(*WINDOW_SIZE)
-    theme.apply_theme("dark")  # its style sheet draws the tabs, which Qt then scrolls
-    for name in ("explorer", "scm", "outline", "find-in-files"):
-        dock(window, name).setMaximumWidth(220)  # narrower than the four titles
-    dock(window, "find-in-files").raise_()
-    qtbot.wait(100)
-    bar = next(bar for bar in window.findChildren(QTabBar, options=Qt.FindChildOption.FindDirectChildrenOnly)
-               if bar.isVisible() and "Explorer" in [bar.tabText(i) for i in range(bar.count())])
-    try:
-        assert bar.count() == 4
-        # Titles are shortened, never scrolled out of view (Qt's default for a style sheet's tabs).
-        assert bar.elideMode() == Qt.TextElideMode.ElideRight and not bar.usesScrollButtons()
-        assert all(bar.rect().contains(bar.tabRect(i)) for i in range(bar.count()))
-    finally:
-        theme.apply_theme("light")

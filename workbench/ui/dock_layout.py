@@ -219,28 +219,6 @@ class DockLayout(QObject):
         return False
 
 
-class DockTabBars(QObject):
-    """The tab bars of ``window``'s tab groups shorten their titles to fit (Qt scrolls them by
-    default, and a narrow side area hid its first tab behind an arrow)."""
-
-    def __init__(self, window: QMainWindow):
-        super().__init__(window)
-        for bar in window.findChildren(QTabBar, options=Qt.FindChildOption.FindDirectChildrenOnly):
-            self.tidy(bar)
-        window.installEventFilter(self)
-
-    @staticmethod
-    def tidy(bar: QTabBar) -> None:
-        bar.setElideMode(Qt.TextElideMode.ElideRight)
-        bar.setUsesScrollButtons(False)
-
-    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
-        # A group's tab bar is made when its first two docks are tabbed: polished before shown.
-        if event.type() == QEvent.Type.ChildPolished and isinstance(event.child(), QTabBar):
-            self.tidy(event.child())
-        return False
-
-
 def toggle_dock(dock: QDockWidget) -> None:
     """Show a hidden dock, bring forward one behind another's tab, hide one in view (View ▸
     Toggle ...): the dock's ``toggleViewAction``, except that a dock the user cannot see for a

@@ -49,7 +49,7 @@ from workbench.qt.tasks import TaskRunner
 from workbench.ui.capabilities import install_capabilities
 from workbench.ui.command_palette import CommandPalette
 from workbench.ui.commands import CommandRegistry, add_quit_command
-from workbench.ui.dock_layout import DockLayout, DockTabBars, toggle_dock
+from workbench.ui.dock_layout import DockLayout, toggle_dock
 from workbench.ui.edit_commands import FocusedWidgetCommands, group_edit_menu
 from workbench.ui.appearance import follow_settings_files, follow_theme_setting, window_settings
 from workbench.ui.menus import MenuBuilder
@@ -128,7 +128,6 @@ class ProjectWindow(QMainWindow):
         self.hovers.on_registered(self._attach_hover)
         self._diagnostic_shown = ""
         self.dock_layout = DockLayout(self)
-        DockTabBars(self)
         self.icons = None
         """The window's ``ThemedIcons`` once the icon font is loaded (after the first paint)."""
         self.setWindowTitle(f"{project.name} — Workbench")
