@@ -163,3 +163,28 @@ def test_after_a_run_the_window_grows_to_show_the_longest_table_but_not_past_the
     window.fit_to_result()  # nothing more to gain: it stays
     assert window.height() == height
     screenshot(window, "tool-window-fitted")
+
+
+def test_after_a_run_the_window_widens_to_show_a_wide_tables_columns_but_not_past_the_screen(
+        qtbot, model_file, settings):
+    """Compare's table of nine columns needed a sideways scroll in a 760-pixel window."""
+    from workbench.modeltools.report import ReportTable, ToolReport
+
+    window = make(qtbot, INSPECT, {"model": str(model_file)}, settings=settings, size=(760, 520))
+    columns = ["model", "runtime", "size (bytes)", "size ratio", "accuracy %", "agreement %", "max abs diff",
+               "latency p50 (ms)", "latency p90 (ms)"]
+    rows = [["model.onnx", "onnxruntime", 164647, 1.0, 91.85, 100.0, 0.0, 0.0722, 0.09],
+            ["model.int8.onnx", "onnxruntime", 52249, 0.3173, 90.37, 96.67, 0.5193, 0.0946, 0.113]]
+    window.result_view.set_report(ToolReport("compare", "Compare", tables=[ReportTable("Variants", columns, rows)]))
+    window.fold_form(True)
+    qtbot.wait(50)
+    table = window.result_view.table_views[0]
+    assert table.horizontalScrollBar().maximum() > 0  # it does not fit yet
+    window.fit_to_result()
+    qtbot.wait(50)
+    room = window.screen().availableGeometry()
+    assert window.width() > 760 and window.frameGeometry().right() <= room.right()
+    assert table.horizontalScrollBar().maximum() == 0 or window.frameGeometry().width() >= room.width()
+    width = window.width()
+    window.fit_to_result()  # nothing more to gain: it stays
+    assert window.width() == width

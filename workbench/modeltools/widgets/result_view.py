@@ -402,6 +402,15 @@ class ResultView(QWidget):
             wanted = max(wanted, rows_height - view.viewport().height())
         return max(wanted, 0)
 
+    def width_wanted(self) -> int:
+        """How many pixels wider the report would like to be to show its widest table's
+        columns side by side, 0 when every table fits."""
+        wanted = 0
+        for view in self.table_views:
+            columns = sum(view.columnWidth(column) for column in range(view.model().columnCount()))
+            wanted = max(wanted, columns - view.viewport().width())
+        return max(wanted, 0)
+
     def current_table(self) -> ReportTable | None:
         widget = self.tabs.currentWidget()
         table = getattr(widget, "report_table", None)

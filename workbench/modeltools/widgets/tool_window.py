@@ -487,18 +487,23 @@ class ToolWindow(QMainWindow):
 
     def fit_to_result(self) -> None:
         """Grow the window (never shrink it, never past the screen) so that the report's longest
-        table shows its rows, up to a screenful."""
+        table shows its rows and its widest table its columns, up to a screenful."""
         screen = self.screen()
-        wanted = self.result_view.height_wanted()
-        if screen is None or wanted <= 0:
+        taller, wider = self.result_view.height_wanted(), self.result_view.width_wanted()
+        if screen is None or (taller <= 0 and wider <= 0):
             return
         room = screen.availableGeometry()
-        height = min(self.height() + wanted, room.height() - (self.frameGeometry().height() - self.height()))
-        if height > self.height():
-            self.resize(self.width(), height)
-            top = self.frameGeometry().top()
-            if self.frameGeometry().bottom() > room.bottom():
-                self.move(self.x(), max(room.top(), top - (self.frameGeometry().bottom() - room.bottom())))
+        frame = self.frameGeometry()
+        height = min(self.height() + taller, room.height() - (frame.height() - self.height()))
+        width = min(self.width() + wider, room.width() - (frame.width() - self.width()))
+        if height > self.height() or width > self.width():
+            self.resize(max(width, self.width()), max(height, self.height()))
+            frame = self.frameGeometry()
+            # Moved back onto the screen when it grew past its right or bottom edge.
+            x = max(room.left(), frame.left() - max(0, frame.right() - room.right()))
+            y = max(room.top(), frame.top() - max(0, frame.bottom() - room.bottom()))
+            if (x, y) != (frame.left(), frame.top()):
+                self.move(x, y)
 
     def _announce_outputs(self) -> None:
         outputs = self.report.outputs if self.report is not None else []
