@@ -404,31 +404,46 @@ def test_stopping_a_queued_job_says_that_it_leaves_the_queue(tmp_path):
 
 
 def test_following_a_run_in_a_terminal_says_when_the_link_is_lost_and_back(tmp_path):
+    import queue
     import subprocess
+    import threading
 
     project, folder, remote = cluster_run(tmp_path, "slurm")
     lock = FollowerLock(folder)
     assert lock.acquire()
     follow = subprocess.Popen([sys.executable, "-m", "workbench", "runs", "logs", "-f", str(project), folder.id],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    said: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [said.put(line) for line in follow.stderr] + [said.put(None)],
+                     daemon=True).start()
+    lines: list[str] = []
+
+    def until_said(text: str) -> None:
+        # Each change is made once the command has told the last one: a fixed pause could pass
+        # before a slow machine's command had even started looking.
+        while not any(text in line for line in lines):
+            line = said.get(timeout=60)
+            assert line is not None, f"the command ended before saying {text!r}: {lines}"
+            lines.append(line.rstrip("\n"))
+
     try:
-        time.sleep(2.0)
         info = folder.read_info()
         now = time.time()
         info.outage = {"kind": "connection", "since": now, "last_try": now, "next_try": now + 10}
         folder.write_info(info)
-        time.sleep(1.5)
+        until_said("Lost the connection")
         info.outage = {}
         folder.write_info(info)
-        time.sleep(1.5)
+        until_said("connected to lab again")
         info.state = "completed"
         folder.write_info(info)
-        _, errors = follow.communicate(timeout=30)
+        follow.wait(timeout=30)
+        lines.extend(line.rstrip("\n") for line in iter(lambda: said.get(timeout=30), None))
     finally:
         lock.release()
         if follow.poll() is None:
             follow.kill()
-    lines = errors.splitlines()
+    errors = "\n".join(lines)
     since = datetime.fromtimestamp(now).strftime("%H:%M")
     assert lines[0].startswith(f"workbench: Lost the connection to lab at {since}; reconnecting"), errors
     assert lines[1:] == ["workbench: connected to lab again."], errors
