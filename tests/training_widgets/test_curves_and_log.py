@@ -19,7 +19,7 @@ WRITER = textwrap.dedent('''\
     path = sys.argv[1]
     with open(path, "a") as out:
         for step in range(1, 41):
-            out.write(json.dumps({"step": step, "time": time.time(), "loss": 1 / step, "acc": step / 40}) + "\\n")
+            out.write(json.dumps({"step": step, "time": time.time(), "loss": 1 / step, "acc": step / 50}) + "\\n")
             out.flush()
             if step % 10 == 0:
                 out.write(json.dumps({"step": step, "epoch": step // 10, "val_loss": 1.5 / step}) + "\\n")
@@ -62,6 +62,9 @@ def test_curves_grow_while_a_child_process_appends_to_the_metrics_file(qtbot, tm
     steps, values = curves.points("r1", "loss")
     assert steps[:3] == [1.0, 2.0, 3.0] and values[0] == 1.0
     assert curves.legend_labels("loss") == ["loss", "val_loss"]
+    # An accuracy from 0 to 1 is labelled as it is, not "200-800 (x0.001)".
+    accuracy_axis = curves._plot_widgets["acc"].getPlotItem().getAxis("left")
+    assert accuracy_axis.autoSIPrefixScale == 1.0 and "x0.001" not in accuracy_axis.labelString()
 
 
 def test_clicking_a_traceback_line_in_the_log_opens_the_editor_at_that_line(qtbot, open_window, toy_project):

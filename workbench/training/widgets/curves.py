@@ -287,8 +287,9 @@ class CurvesView(QWidget):
             plot.setMenuEnabled(False)
             if legend_offset is not None:
                 plot.addLegend(offset=legend_offset, labelTextSize="8pt")
-            if plot_id == "lr":
-                plot.getAxis("left").enableAutoSIPrefix(False)
+            # Metrics have no unit for an SI prefix to scale: an accuracy of 0.2-0.8 read
+            # "200-800 (x0.001)".
+            plot.getAxis("left").enableAutoSIPrefix(False)
             if first is None:
                 first = plot
             else:
