@@ -69,6 +69,18 @@ def test_explorer_tabs_and_menus_show_their_icons(qtbot, tmp_path):
     assert main_colour(window.tabs.tabIcon(window.tabs.indexOf(tab))) == markdown
     assert not window.menus.actions["edit.copy"].icon().isNull()
     assert not QApplication.windowIcon().isNull()  # Workbench's own, for every window
+    # A capability's document tab (a diff, a history) shows the icon it names.
+    from PySide6.QtWidgets import QLabel
+
+    from workbench.qt.icons import name_tab_icon
+
+    history = QLabel("history")
+    name_tab_icon(history, "msc.history")
+    window.add_tab(history, "History")
+    assert not window.tabs.tabIcon(window.tabs.indexOf(history)).isNull()
+    plain = QLabel("no icon named")
+    window.add_tab(plain, "Plain")
+    assert window.tabs.tabIcon(window.tabs.indexOf(plain)).isNull()
     window.discard_changes_on_close = True
 
 

@@ -124,6 +124,15 @@ class ThemedIcons(QObject):
         self.refresh()
 
 
+TAB_ICON_PROPERTY = "workbenchTabIcon"
+
+
+def name_tab_icon(widget: QWidget, name: str) -> None:
+    """The icon ``name`` for ``widget`` when a window shows it as a document tab (a diff, a
+    history): the window's icons are loaded after its first paint, so the widget only names it."""
+    widget.setProperty(TAB_ICON_PROPERTY, name)
+
+
 def decorate_button(icons: ThemedIcons, button, name: str) -> None:
     """Give a tool bar button the icon ``name`` beside its text, and drop from the text the sign
     that stood for an icon until now ("▶ Train" becomes "Train")."""

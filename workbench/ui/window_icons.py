@@ -13,7 +13,7 @@ from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
 from workbench.project.resources import resources_dir
-from workbench.qt.icons import ThemedIcons
+from workbench.qt.icons import TAB_ICON_PROPERTY, ThemedIcons, icon
 
 APPLICATION_ICON = "workbench.svg"
 
@@ -46,6 +46,9 @@ def install_window_icons(window) -> ThemedIcons:
     for tab in window.editors():
         _set_tab_icon(window, icons, tab)
     window.sig_editor_opened.connect(lambda tab: _set_tab_icon(window, icons, tab))
+    # The capabilities' document tabs (diffs, histories) name their icon; a new one is current.
+    window.tabs.currentChanged.connect(lambda _index: _set_document_tab_icons(window.tabs, icons))
+    _set_document_tab_icons(window.tabs, icons)
     for command_id, name in MENU_ICONS.items():
         if command_id in window.menus.actions:
             icons.set(window.menus.actions[command_id], name)
@@ -56,6 +59,23 @@ def _set_tab_icon(window, icons: ThemedIcons, tab) -> None:
     index = window.tabs.indexOf(tab)
     if index >= 0:
         window.tabs.setTabIcon(index, icons.file_icon(Path(tab.path).name))
+
+
+def _set_document_tab_icons(tabs, icons: ThemedIcons) -> None:
+    for index in range(tabs.count()):
+        widget = tabs.widget(index)
+        name = widget.property(TAB_ICON_PROPERTY)
+        if not name or widget.property(TAB_ICON_PROPERTY + "Shown"):
+            continue
+        widget.setProperty(TAB_ICON_PROPERTY + "Shown", True)
+
+        def put(made: QIcon, widget=widget) -> None:
+            where = tabs.indexOf(widget)
+            if where < 0:
+                raise RuntimeError("the tab is closed")  # ThemedIcons forgets it
+            tabs.setTabIcon(where, made)
+
+        icons.set_with(put, lambda name=name: icon(name))
 
 
 def install_tool_window_icons(window) -> ThemedIcons:

@@ -35,6 +35,7 @@ from workbench.git.status import repo_relative
 from workbench.git.widgets.diff_panes import BOTH_SIDES, NEW_SIDE, OLD_SIDE, DiffPane
 from workbench.git.widgets.session import DiffTabs
 from workbench.qt.elided_label import ElidedLabel
+from workbench.qt.icons import name_tab_icon
 from workbench.qt.reopen import mark_reopenable
 from workbench.tasks import CancelToken
 from workbench.qt import theme
@@ -674,6 +675,7 @@ def open_diff_tab(window, repo: Repository, path: str, source: str, a: str | Non
             ref = weakref.ref(view)
             window.on_event(INDEX_CHANGED, lambda data, ref=ref: _forward_index_change(ref, data))
     mark_reopenable(view, "git.openChanges", path=rel, source=source, a=a, b=b)
+    name_tab_icon(view, "msc.diff")
     window.add_tab(view, view.title, view.tooltip)
     return view
 

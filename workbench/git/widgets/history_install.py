@@ -15,6 +15,7 @@ from shiboken6 import isValid
 
 from workbench.git.errors import GitError
 from workbench.git.repository import Repository
+from workbench.qt.icons import name_tab_icon
 from workbench.qt.reopen import mark_reopenable
 
 SHOW_HISTORY = "git.showHistory"
@@ -52,6 +53,7 @@ class HistoryCommands:
         else:
             view.refresh()
         mark_reopenable(view, SHOW_HISTORY)
+        name_tab_icon(view, "msc.history")
         self.window.add_tab(view, "History", f"Commit history of {repo.root}")
         return view
 
@@ -76,6 +78,7 @@ class HistoryCommands:
         else:
             view.refresh()
         mark_reopenable(view, SHOW_FILE_HISTORY, path=relative)
+        name_tab_icon(view, "msc.history")
         self.window.add_tab(view, f"History: {path.name}", f"History of {relative}")
         return view
 
@@ -143,6 +146,7 @@ class HistoryCommands:
             self.conflict_views[repo.root] = view
         else:
             view.refresh()
+        name_tab_icon(view, "msc.git-merge")
         self.window.add_tab(view, "Conflicts", f"Conflicts to resolve in {repo.root}")
         return view
 

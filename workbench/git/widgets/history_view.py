@@ -38,6 +38,7 @@ from workbench.git.repository import Repository
 from workbench.git.widgets.graph_delegate import GRAPH_ROLE, REFS_ROLE, GraphDelegate, SummaryDelegate, graph_width
 from workbench.tasks import CancelToken
 from workbench.qt import theme
+from workbench.qt.icons import name_tab_icon
 
 PAGE_SIZE = 500
 ENTRY_ROLE = Qt.ItemDataRole.UserRole + 3  # the row's CommitEntry
@@ -397,6 +398,7 @@ class HistoryView(QWidget):
         text.setPlainText(diff_text(diffs) or f"{file.path}: no textual changes in {entry.short_sha}.")
         text.setObjectName("history-diff-text")
         text.highlighter = _DiffHighlighter(text.document())
+        name_tab_icon(text, "msc.diff")
         self.window.add_tab(text, title, tooltip)
 
     def _show_error(self, error) -> None:

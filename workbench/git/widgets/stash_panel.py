@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
 
 from workbench.git.widgets import dialogs
 from workbench.git.widgets.session import GitSession
+from workbench.qt.icons import name_tab_icon
 
 INDEX_ROLE = Qt.ItemDataRole.UserRole
 
@@ -189,6 +190,7 @@ class StashPanel(QWidget):
         view.highlighter = DiffHighlighter(view.document())
         entry = next((e for e in self.entries if e.index == index), None)
         title = f"stash@{{{index}}}"
+        name_tab_icon(view, "msc.git-stash")
         self.window.add_tab(view, title, f"{title}: {entry.message}" if entry else title)
         return view
 
