@@ -7,7 +7,7 @@ so when nothing matches.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -15,6 +15,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
+    QStyledItemDelegate,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -29,6 +30,14 @@ MAX_RECENT_COMMANDS = 10
 NO_MATCH = "No matching commands"
 MAX_HEIGHT = 360
 MAX_LIST_HEIGHT = 310  # about fourteen commands, then the list scrolls
+
+
+class _RoomyRows(QStyledItemDelegate):
+    """Rows with room around their text, as Quick Open's (Qt's default rows are tight)."""
+
+    def sizeHint(self, option, index) -> QSize:
+        size = super().sizeHint(option, index)
+        return QSize(size.width(), size.height() + 6)
 
 
 class CommandPalette(QFrame):
@@ -51,6 +60,7 @@ class CommandPalette(QFrame):
         self.results.setHeaderHidden(True)
         self.results.setRootIsDecorated(False)
         self.results.setUniformRowHeights(True)
+        self.results.setItemDelegate(_RoomyRows(self.results))
         self.results.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
         self.results.header().setStretchLastSection(False)
         self.results.header().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
