@@ -130,3 +130,16 @@ def screenshot(widget, name: str) -> Path:
     path = SHOTS / f"{name}.png"
     widget.grab().save(str(path))
     return path
+
+
+def show_last_tab(qtbot, report, size: tuple[int, int] = (760, 520)):
+    """A ResultView of ``size`` on screen with ``report``, its last tab (a chart's) in front."""
+    from workbench.modeltools.widgets.result_view import ResultView
+
+    view = ResultView()
+    qtbot.addWidget(view)
+    view.resize(*size)
+    view.show()
+    view.set_report(report)
+    view.tabs.setCurrentIndex(view.tabs.count() - 1)
+    return view

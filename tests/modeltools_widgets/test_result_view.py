@@ -14,7 +14,7 @@ from workbench.modeltools.report import ReportPlot, ReportTable, ToolReport
 from workbench.modeltools.report import figure_label
 from workbench.modeltools.widgets.result_view import SORT_ROLE, ResultView
 
-from .conftest import screenshot
+from .conftest import screenshot, show_last_tab
 
 REPORT = ToolReport(
     tool="compare",
@@ -204,12 +204,7 @@ def test_a_line_charts_last_category_keeps_its_label(qtbot):
     categories = [f"layer{i}" for i in range(6)]
     report = ToolReport("quantize", "Quantize", plots=[ReportPlot(
         "Cosine", categories, [{"name": "int8", "values": [0.001 * i for i in range(6)]}], kind="line")])
-    view = ResultView()
-    qtbot.addWidget(view)
-    view.resize(760, 520)
-    view.show()
-    view.set_report(report)
-    view.tabs.setCurrentIndex(view.tabs.count() - 1)
+    view = show_last_tab(qtbot, report)
     qtbot.wait(50)
     plot_item = view.plot_widgets[0].plot.getPlotItem()
     (left, right), _ = plot_item.getViewBox().viewRange()
@@ -223,12 +218,7 @@ def test_category_labels_that_would_overlap_are_thinned_keeping_the_first_and_la
     categories = ["images"] + [f"node_Conv_{n}" for n in range(59, 66)] + ["node_linear"]
     report = ToolReport("quantize", "Quantize", plots=[ReportPlot(
         "Cosine", categories, [{"name": "int8", "values": [0.001 * i for i in range(9)]}], kind="line")])
-    view = ResultView()
-    qtbot.addWidget(view)
-    view.resize(560, 420)
-    view.show()
-    view.set_report(report)
-    view.tabs.setCurrentIndex(view.tabs.count() - 1)
+    view = show_last_tab(qtbot, report, (560, 420))
     plot_item = view.plot_widgets[0].plot.getPlotItem()
     axis = plot_item.getAxis("bottom")
 

@@ -121,19 +121,14 @@ def test_the_editors_notices_and_find_bar_error_are_readable_on_dark(open_window
 
 
 def test_a_tool_reports_figures_and_charts_are_readable_on_dark_and_back(qtbot):
+    from tests.modeltools_widgets.conftest import show_last_tab
     from workbench.modeltools.report import ReportPlot, ToolReport
-    from workbench.modeltools.widgets.result_view import ResultView
 
     report = ToolReport("compare", "Compare", figures={"max_abs_diff": 3.1e-06},
                         plots=[ReportPlot("Latency", ["batch 1", "batch 32"],
                                           [{"name": "fp32", "values": [0.4, 3.2]},
                                            {"name": "int8", "values": [0.3, 2.1]}], y_label="ms")])
-    view = ResultView()
-    qtbot.addWidget(view)
-    view.resize(760, 520)
-    view.show()
-    view.set_report(report)
-    view.tabs.setCurrentIndex(view.tabs.count() - 1)
+    view = show_last_tab(qtbot, report)
     qtbot.waitUntil(lambda: bool(view.plot_widgets), timeout=20_000)
     value = view.findChild(type(view.title), "figure-value-max_abs_diff")
     chart = view.plot_widgets[0]
