@@ -39,7 +39,10 @@ CAPABILITY_MAY_IMPORT: dict[str, set[str]] = {
     "project": set(),
     "editor": {"project"},
     "git": {"project", "editor"},
-    "training": {"project", "editor", "git", "ipc"},
+    # Adopting a folder of one's own training code: its entry points and the script's
+    # hyper-parameters; training asks it for them at Train time.
+    "adopt": {"project"},
+    "training": {"project", "editor", "git", "ipc", "adopt"},
     "modeltools": {"project", "ipc"},
     "cluster": {"project", "git", "training", "modeltools", "ipc"},
     "device": {"project", "modeltools", "ipc"},

@@ -23,6 +23,7 @@ USER_ERRORS = (
     ("workbench.cluster.errors", "ClusterError"),
     ("workbench.modeltools.errors", "ModelToolError"),
     ("workbench.device.errors", "DeviceError"),
+    ("workbench.adopt.errors", "AdoptError"),
 )
 
 
