@@ -20,6 +20,7 @@ typo is refused with its file, line and key before a run folder exists.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from workbench.training.errors import TrainingError
+from workbench.training.script_args import is_adopted, script_arguments
 
 DEFAULT_SCRIPT = "train.py"
 HPARAMS_SUFFIX = ".hparams"
@@ -69,6 +71,8 @@ def prepare_run(project_dir: Path, hparams_file: Path | str | None = None, overr
     project_dir = Path(project_dir)
     settings = training_settings(project_dir)
     script = _script(settings, project_dir)
+    if is_adopted(settings):
+        return _adopted_run(project_dir, settings, script, hparams_file, list(overrides), nproc)
     args = _args(settings, project_dir)
     source = _hparams_source(project_dir, hparams_file, _setting(settings, "hparams", project_dir))
     overrides = list(overrides)
@@ -102,6 +106,22 @@ def prepare_run(project_dir: Path, hparams_file: Path | str | None = None, overr
     return spec
 
 
+def _adopted_run(project_dir: Path, settings: dict, script: str, hparams_file, overrides: list[str], nproc: int,
+                 earlier: dict | None = None) -> RunSpec:
+    """The run of a script that takes its own arguments: the overrides become them (see
+    script_args), and the run records every value it runs with."""
+    if hparams_file:
+        raise TrainingError(f"Not started: {script} takes its hyper-parameters as {settings['parameters']} "
+                            "arguments, not from a .hparams file; give values with --set key=value.")
+    arguments = script_arguments(project_dir, settings, overrides, earlier)
+    extra = _args(settings, project_dir) or []
+    text = "".join(f"{name}={json.dumps(arguments.values[name])}\n" for name in arguments.explicit)
+    return RunSpec(project_dir=project_dir, script=script, python=_python(settings, project_dir), hparams_file="",
+                   overrides=overrides, nproc=nproc, hparams=dict(arguments.values), hparams_text=text,
+                   hparams_name="arguments" + HPARAMS_SUFFIX, explicit=arguments.explicit, pass_hparams=False,
+                   args=[*extra, *arguments.argv])
+
+
 def check_data_paths(spec: RunSpec, elsewhere: Callable[[str], bool] | None = None) -> None:
     """TrainingError (with ``diagnostics``) when the data paths of ``spec``'s hyper-parameters
     are not there. The trainer runs in the project folder, so relative paths are checked from
@@ -126,6 +146,10 @@ def prepare_resume(project_dir: Path, script: str, nproc: int, base_file: Path, 
     override does not check out."""
     project_dir = Path(project_dir)
     settings = training_settings(project_dir)
+    if is_adopted(settings):
+        # The script is started again with the values the run had, and the changes on top.
+        return _adopted_run(project_dir, settings, script, "", [*earlier_overrides, *overrides], nproc,
+                            earlier=earlier_values)
     args = _args(settings, project_dir)
     overrides = list(overrides)
     _check_overrides_reach_the_script(overrides, args, project_dir)
