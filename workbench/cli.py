@@ -33,6 +33,7 @@ CAPABILITY_GROUPS: dict[str, str] = {
     "cluster": "workbench.cluster.cli:cluster_group",
     "model": "workbench.modeltools.cli:model_group",
     "device": "workbench.device.cli:device_group",
+    "init": "workbench.adopt.cli:init_command",
 }
 
 HUB_START_TIMEOUT_S = 15.0
