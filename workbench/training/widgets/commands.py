@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from workbench.qt.tasks import Operation
+from workbench.training.script_args import is_adopted
 from workbench.training.widgets.hparams_check import HPARAMS_SUFFIX
 from workbench.training.widgets.session import RunRow, TrainingSession
 
@@ -44,6 +45,8 @@ class TrainingCommands:
         its next opening starts from them, for as long as the window is open."""
         self.last_resume_overrides: list[str] = []
         """Likewise for "Resume as New Run…"."""
+        self.last_argument_values: dict[str, str] = {}
+        """Likewise for an adopted script's fields, by parameter name."""
         self.dialog = None
         """The "Train with Hyper-parameters" dialog while it is open."""
 
@@ -126,7 +129,7 @@ class TrainingCommands:
                       nproc: int = 1) -> Operation:
         """Start a run with ``hparams_file`` (else the current editor's .hparams file, else the
         project's default), after saving the open files so the run uses what is on screen."""
-        if hparams_file is None:
+        if hparams_file is None and not is_adopted(self.window.project.settings.get("training", {}) or {}):
             hparams_file = self.current_hparams_file()
         if "file.saveAll" in self.window.commands:
             self.window.commands.execute("file.saveAll")
@@ -143,9 +146,40 @@ class TrainingCommands:
         arguments), then start the run."""
         if hparams_file is not None or overrides is not None or nproc is not None:
             return self.train_locally(hparams_file, overrides or (), nproc or 1)
+        settings = self.window.project.settings.get("training", {})
+        if is_adopted(settings if isinstance(settings, dict) else {}):
+            self._ask_arguments(dict(settings))
+            return None
         current = self.current_hparams_file()
         self.session.find_hparams_files(lambda files, schema: self._ask(files, schema, current))
         return None
+
+    def _ask_arguments(self, settings: dict) -> None:
+        """The adopted script's parameters are read off the GUI thread (a script whose code
+        does not say its flags is asked --help), then shown as fields."""
+        from workbench.adopt import read_parameters
+
+        root = Path(self.session.project_dir)
+
+        def show(reading) -> None:
+            from workbench.training.widgets.arguments_dialog import ArgumentsDialog
+
+            dialog = ArgumentsDialog(root, settings, reading.parameters, self.last_argument_values,
+                                     self.last_nproc, self.window, problem=reading.problem)
+            self.dialog = dialog
+
+            def accepted() -> None:
+                overrides, nproc = dialog.values()
+                self.last_argument_values = dict(o.split("=", 1) for o in overrides)
+                self.last_nproc = nproc
+                self.train_locally(None, overrides, nproc)
+
+            dialog.accepted.connect(accepted)
+            dialog.finished.connect(lambda _result: setattr(self, "dialog", None))
+            dialog.open()
+
+        self.window.tasks.run("training.readParameters", lambda: read_parameters(root, settings), on_done=show,
+                              on_error=lambda exc: self.window.show_error(str(exc)))
 
     def _ask(self, files: list[str], schema, current: str | None) -> None:
         from workbench.training.widgets.train_dialog import TrainDialog
