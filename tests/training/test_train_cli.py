@@ -181,6 +181,7 @@ def test_outside_a_project_the_commands_say_so_and_how_to_make_one(tmp_path):
         message = result.stderr.strip()
         assert message.startswith(f"workbench: {tmp_path} is not a Workbench project"), message
         assert "workbench.toml" in message and "workbench new" in message and len(message.splitlines()) == 1
+        assert "`workbench init`" in message  # a folder of one's own training code
     (tmp_path / "workbench.toml").write_text('[project]\nname = "no-script"\n')
     result = workbench("train", cwd=tmp_path)
     assert result.returncode == 1 and "no [training] script" in result.stderr

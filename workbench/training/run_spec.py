@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from workbench.training.errors import TrainingError
+from workbench.training.log_patterns import user_patterns
 from workbench.training.script_args import is_adopted, script_arguments
 
 DEFAULT_SCRIPT = "train.py"
@@ -70,6 +71,7 @@ def prepare_run(project_dir: Path, hparams_file: Path | str | None = None, overr
         raise TrainingError(f"The number of processes must be 1 or more, not {nproc!r}.")
     project_dir = Path(project_dir)
     settings = training_settings(project_dir)
+    user_patterns(settings, project_dir / PROJECT_FILE)  # a bad one is refused now, not mid-run
     script = _script(settings, project_dir)
     if is_adopted(settings):
         return _adopted_run(project_dir, settings, script, hparams_file, list(overrides), nproc)
@@ -282,9 +284,9 @@ def _script(settings: dict, project_dir: Path) -> str:
 
 
 def not_a_project_message(folder: Path) -> str:
-    return (f"{folder} is not a Workbench project (there is no {PROJECT_FILE} here or above). Create one with "
-            "`workbench new FOLDER`, or give the project folder (`workbench train PROJECT`, "
-            "`workbench runs list --project PROJECT`).")
+    return (f"{folder} is not a Workbench project (there is no {PROJECT_FILE} here or above). Set up your own "
+            "training code here with `workbench init`, create a project with `workbench new FOLDER`, or give the "
+            "project folder (`workbench train PROJECT`, `workbench runs list --project PROJECT`).")
 
 
 def _args(settings: dict, project_dir: Path) -> list[str] | None:
