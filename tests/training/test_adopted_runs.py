@@ -98,3 +98,21 @@ def test_workbench_train_runs_the_script_with_the_changed_flag(project):
     assert info["hparams"]["lr"] == 0.5 and info["hparams"]["epochs"] == 2 and info["hparams"]["optimizer"] == "adam"
     printed = json.loads(done.stderr.splitlines()[0])  # the script's own view of its arguments
     assert printed["lr"] == 0.5 and printed["epochs"] == 2 and printed["shuffle"] is True
+
+
+@pytest.mark.slow
+def test_a_hydra_app_gets_its_overrides_in_hydras_own_syntax_and_runs(tmp_path):
+    from tests.adopt.scripts import hydra_project
+
+    root = hydra_project(tmp_path / "app")
+    (root / "workbench.toml").write_text('[project]\nname = "app"\n\n[training]\nscript = "my_app.py"\n'
+                                         'parameters = "hydra"\nconfig = "conf/config.yaml"\n')
+    with pytest.raises(TrainingError, match=r"my_app.py needs data.path: set it with --set data.path=VALUE"):
+        prepare_run(root)  # "???" in the config: Hydra's mark of a value the user must give
+    spec = prepare_run(root, overrides=["optimizer.lr=0.01", "trainer.epochs=2", "data.path=my data/x.npz"])
+    assert spec.command("runs/r1")[2:] == ["optimizer.lr=0.01", "trainer.epochs=2", 'data.path="my data/x.npz"']
+    assert spec.hparams["optimizer.lr"] == 0.01 and spec.hparams["seed"] == 7
+    done = subprocess.run([sys.executable, "-m", "workbench", "train", str(root), "--set", "optimizer.lr=0.01",
+                           "--set", "data.path=x.npz", "--json"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["state"] == "completed" and "lr=0.01 epochs=3" in done.stderr
