@@ -20,7 +20,7 @@ BUILT_IN: tuple[str, ...] = ("workbench.git.widgets:install", "workbench.trainin
                              "workbench.cluster.widgets:install", "workbench.modeltools.widgets:install",
                              "workbench.device.widgets:install", "workbench.console.widgets:install",
                              "workbench.lsp.widgets:install", "workbench.debug.widgets:install",
-                             "workbench.search.widgets:install")
+                             "workbench.search.widgets:install", "workbench.adopt.widgets:install")
 
 
 def install_capabilities(window, entries: tuple[str, ...] | None = None) -> list[str]:
