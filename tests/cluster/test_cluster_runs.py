@@ -64,6 +64,27 @@ def test_a_run_on_a_plain_ssh_host_is_mirrored_here_and_brings_its_model_back(pr
     wait_until(lambda: follower_pid(folder) is None, 10, what="the follower to exit")
 
 
+def test_a_script_of_the_users_own_runs_on_the_host_with_its_changed_flag(tmp_path, ssh_cluster):
+    """An adopted project (its script takes argparse flags) is shipped and run as a template's."""
+    from tests.training.test_adopted_runs import PROJECT_FILE, SCRIPT
+
+    root = tmp_path / "mine"
+    root.mkdir()
+    (root / "train.py").write_text(SCRIPT)
+    (root / "workbench.toml").write_text(PROJECT_FILE)
+    committed(root)
+    try:
+        service = RunService(root)
+        started = service.start(cluster="box", overrides=["lr=0.5", "epochs=2"])
+        done = service.wait(started.id, timeout=60)
+        folder = Path(done.run_dir)
+        assert done.state == "completed", (done.error, (folder / "stderr.log").read_text())
+        printed = json.loads((folder / "stdout.log").read_text().splitlines()[0])  # as the script read them
+        assert printed["lr"] == 0.5 and printed["epochs"] == 2 and done.hparams["optimizer"] == "adam"
+    finally:
+        end_followers(root)
+
+
 def test_a_job_that_fails_on_the_host_shows_its_error_line_and_exit_code(project, ssh_cluster):
     service = RunService(project)
     info = service.start(cluster="box", overrides=["fail_at_step=3"])
