@@ -28,7 +28,8 @@ from pathlib import Path
 
 from workbench.platform.detach import detach
 from workbench.training.log_text import error_line, tail_text
-from workbench.training.metrics import PrintedMetrics, format_record, last_step, parse_metric_line
+from workbench.training.log_patterns import GrowingLog, PrintedOutput, patterns_of_run
+from workbench.training.metrics import PrintedMetrics, format_record, last_step
 from workbench.platform.processes import process_start, signal_group, signal_name
 from workbench.training.processes import kill_run, stop_run
 from workbench.training.run_folder import RunFolder
@@ -46,23 +47,20 @@ class StdoutMetrics:
     """Turns the metric lines a trainer prints into metrics.jsonl records, unless the trainer
     writes metrics.jsonl itself (the training helpers create it before their first step)."""
 
-    def __init__(self, folder: RunFolder, source: str, log_offset: int):
+    def __init__(self, folder: RunFolder, source: str, log_offset: int, stderr_offset: int | None = None):
         self.folder = folder
         self.source = source  # "" until the first metric line decides, then "stdout" or "trainer"
-        self._log = os.open(folder.stdout_log, os.O_RDONLY)
-        os.lseek(self._log, log_offset, os.SEEK_SET)
-        self._pending = b""
+        # Both logs: tqdm draws its bars on stderr.
+        self._logs = {"stdout": GrowingLog(folder.stdout_log, log_offset)}
+        if stderr_offset is not None:
+            self._logs["stderr"] = GrowingLog(folder.stderr_log, stderr_offset)
         self._out = None
         self._printed = PrintedMetrics(last_step(folder.metrics) if source == "stdout" else None)
+        self._output = PrintedOutput(patterns_of_run(folder.read_info().project_dir), self._printed.previous_step)
 
     def poll(self, final: bool = False) -> bool:
         """Read what was printed since the last call; False once the trainer owns the file."""
-        chunks = []
-        while True:
-            chunk = os.read(self._log, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
+        texts = {stream: log.read(final) for stream, log in self._logs.items()}
         # Only after reading: a trainer that writes metrics.jsonl creates it before it prints
         # any step, so a file seen now was there before the lines just read were printed.
         if self.source == "" and self.folder.metrics.exists():
@@ -70,12 +68,8 @@ class StdoutMetrics:
         if self.source == "trainer":
             self.close()
             return False
-        data = self._pending + b"".join(chunks)
-        lines = data.split(b"\n")
-        self._pending = b"" if final else lines.pop()
-        for line in lines:
-            record = parse_metric_line(line.decode("utf-8", errors="replace").strip())
-            if record is not None:
+        for stream, text in texts.items():
+            for record in self._output.feed(text, stream, final):
                 self._write(record)
         return True
 
@@ -88,9 +82,8 @@ class StdoutMetrics:
         self._out.flush()
 
     def close(self) -> None:
-        if self._log is not None:
-            os.close(self._log)
-            self._log = None
+        for log in self._logs.values():
+            log.close()
         if self._out is not None:
             self._out.close()
             self._out = None
@@ -122,7 +115,7 @@ class Supervisor:
             return 1
         metrics = None
         if self.info.metrics_source != "trainer":
-            metrics = StdoutMetrics(self.folder, self.info.metrics_source, stdout_offset)
+            metrics = StdoutMetrics(self.folder, self.info.metrics_source, stdout_offset, stderr_offset)
         while not self._exited.wait(PARSE_INTERVAL_S if metrics else IDLE_INTERVAL_S):
             if metrics is not None and not metrics.poll():
                 metrics = None
