@@ -4,10 +4,17 @@ it, with their size, time and the run they came from. The Models panel lists the
 
 Qt-free and cheap: one walk of the project folder that skips what never holds the user's models
 (version control, Workbench's own state, virtual environments, caches) and a run's checkpoints.
+
+A run of a script that saves its models elsewhere in the project (``checkpoints/best.pth``)
+lists them in its folder's ``products.json`` (written by its supervisor, see
+workbench.training.written_files): such a model is listed under that run. A folder under
+``runs/`` that is not a Workbench run (TensorBoard's ``runs/<date>_<host>/``) is walked as any
+other folder.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +35,10 @@ RUNS_FOLDER = "runs"
 RUN_MODEL_FOLDERS = ("outputs",)
 # A walk stops after this many entries, so a project with a huge data folder stays cheap.
 MAX_ENTRIES = 200_000
+# In a run folder: ``{"products": [{"path": project-relative, "size": ..., "modified": ...}]}``.
+PRODUCTS_FILE = "products.json"
+# What makes a folder under runs/ a Workbench run folder (it is created with all three).
+RUN_FOLDER_MARKS = ("run.json", "outputs", "checkpoints")
 
 
 @dataclass(frozen=True)
@@ -137,6 +148,7 @@ def list_models(root: Path | str) -> list[ModelFile]:
     found: list[ModelFile] = []
     budget = [MAX_ENTRIES]
     _walk(root, root, found, budget, in_run=None)
+    found = _with_producing_runs(root, found)
     found.sort(key=lambda m: (-m.modified, str(m.path)))
     return found
 
@@ -159,7 +171,7 @@ def _walk(root: Path, folder: Path, found: list[ModelFile], budget: list[int], i
         if is_dir:
             if name in SKIPPED_FOLDERS or name.startswith("."):
                 continue
-            if relative == (RUNS_FOLDER,):
+            if relative == (RUNS_FOLDER,) and _is_run_folder(entry.path):
                 _walk_run(root, Path(entry.path), found, budget, name)
             else:
                 _walk(root, Path(entry.path), found, budget, in_run)
@@ -177,6 +189,49 @@ def _walk_run(root: Path, run_folder: Path, found: list[ModelFile], budget: list
         folder = run_folder / name
         if folder.is_dir():
             _walk(root, folder, found, budget, run_id)
+
+
+def _is_run_folder(path: str) -> bool:
+    return any(os.path.exists(os.path.join(path, mark)) for mark in RUN_FOLDER_MARKS)
+
+
+def run_products(root: Path | str) -> dict[str, list[tuple[str, dict]]]:
+    """The products the project's runs recorded: project-relative path -> [(run id, entry)],
+    the newest run first."""
+    runs = Path(root) / RUNS_FOLDER
+    by_path: dict[str, list[tuple[str, dict]]] = {}
+    try:
+        run_ids = sorted((entry.name for entry in os.scandir(runs) if entry.is_dir(follow_symlinks=False)),
+                         reverse=True)
+    except OSError:
+        return by_path
+    for run_id in run_ids:
+        try:
+            data = json.loads((runs / run_id / PRODUCTS_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for entry in data.get("products", []) if isinstance(data, dict) else []:
+            if isinstance(entry, dict) and isinstance(entry.get("path"), str):
+                by_path.setdefault(entry["path"], []).append((run_id, entry))
+    return by_path
+
+
+def _with_producing_runs(root: Path, models: list[ModelFile]) -> list[ModelFile]:
+    """``models`` with the run that wrote each one (as its products.json says) where it lies
+    outside that run's folder. A file several runs wrote is the run's whose record still
+    matches it (size and time), else the newest's."""
+    products = run_products(root)
+    if not products:
+        return models
+    placed = []
+    for model in models:
+        claims = products.get(name_in_project(root, model.path)) if model.run_id is None else None
+        if claims:
+            matching = [run_id for run_id, entry in claims
+                        if entry.get("size") == model.size and abs(entry.get("modified", 0) - model.modified) < 0.01]
+            model = ModelFile(model.path, model.size, model.modified, (matching or [claims[0][0]])[0])
+        placed.append(model)
+    return placed
 
 
 def group_by_run(models: list[ModelFile]) -> list[ModelGroup]:

@@ -8,6 +8,7 @@
     log-order         for logs Workbench copies (cluster runs): the order the two logs came in
     metrics.jsonl     one JSON record a line
     checkpoints/      step-XXXXXXXX.pt and latest.json;  outputs/: the final model and more
+    products.json     the model files the run wrote elsewhere in the project folder (written_files)
     outcome.json      how the trainer itself says it ended, written by the training helpers:
                       {"state": "completed"|"stopped", "step": N, "time": ...}
     stop-requested    written just before the runner asks the trainer to stop (SIGTERM)

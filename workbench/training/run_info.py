@@ -64,6 +64,7 @@ class RunInfo:
     supervisor_pid: int | None = None
     supervisor_start: int | None = None
     metrics_source: str = ""            # "trainer" (it writes metrics.jsonl), "stdout" or ""
+    event_files: list[str] = field(default_factory=list)   # TensorBoard event files read (project-relative)
     # A run resumed in the same run trains in segments. started_at stays the first segment's
     # start; segment_started_at is the current (or last) segment's, and active_seconds the
     # time trained in the segments before it.

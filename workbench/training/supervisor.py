@@ -28,13 +28,14 @@ from pathlib import Path
 
 from workbench.platform.detach import detach
 from workbench.training.log_text import error_line, tail_text
-from workbench.training.log_patterns import GrowingLog, PrintedOutput, patterns_of_run
-from workbench.training.metrics import PrintedMetrics, format_record, last_step
+from workbench.training.metrics import PrintedMetrics, last_step, parse_metric_line
+from workbench.training.metrics_writer import RunMetricsWriter
 from workbench.platform.processes import process_start, signal_group, signal_name
 from workbench.training.processes import kill_run, stop_run
 from workbench.training.run_folder import RunFolder
 from workbench.training.run_end import RunRecorder, requested_end
 from workbench.training.run_info import COMPLETED, FAILED, RUNNING, STOPPING
+from workbench.training.working_folder import WorkingFolderWatcher
 
 RUN_VARIABLES = ("WORKBENCH_RUN_DIR", "WORKBENCH_RUN_ID", "WORKBENCH_RESUME_FROM")
 # How often the stdout log is read for metric lines: a metric reaches metrics.jsonl within this.
@@ -47,46 +48,48 @@ class StdoutMetrics:
     """Turns the metric lines a trainer prints into metrics.jsonl records, unless the trainer
     writes metrics.jsonl itself (the training helpers create it before their first step)."""
 
-    def __init__(self, folder: RunFolder, source: str, log_offset: int, stderr_offset: int | None = None):
+    def __init__(self, folder: RunFolder, source: str, log_offset: int, writer: RunMetricsWriter | None = None):
         self.folder = folder
+        # Shared with the run's other metric sources (TensorBoard events); closed by its owner.
+        self._writer = writer or RunMetricsWriter(folder)
         self.source = source  # "" until the first metric line decides, then "stdout" or "trainer"
-        # Both logs: tqdm draws its bars on stderr.
-        self._logs = {"stdout": GrowingLog(folder.stdout_log, log_offset)}
-        if stderr_offset is not None:
-            self._logs["stderr"] = GrowingLog(folder.stderr_log, stderr_offset)
-        self._out = None
+        self._log = os.open(folder.stdout_log, os.O_RDONLY)
+        os.lseek(self._log, log_offset, os.SEEK_SET)
+        self._pending = b""
         self._printed = PrintedMetrics(last_step(folder.metrics) if source == "stdout" else None)
-        self._output = PrintedOutput(patterns_of_run(folder.read_info().project_dir), self._printed.previous_step)
 
     def poll(self, final: bool = False) -> bool:
         """Read what was printed since the last call; False once the trainer owns the file."""
-        texts = {stream: log.read(final) for stream, log in self._logs.items()}
+        chunks = []
+        while True:
+            chunk = os.read(self._log, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
         # Only after reading: a trainer that writes metrics.jsonl creates it before it prints
         # any step, so a file seen now was there before the lines just read were printed.
-        if self.source == "" and self.folder.metrics.exists():
+        if self.source == "" and self._writer.written_by_others():
             self.source = "trainer"
         if self.source == "trainer":
             self.close()
             return False
-        for stream, text in texts.items():
-            for record in self._output.feed(text, stream, final):
+        data = self._pending + b"".join(chunks)
+        lines = data.split(b"\n")
+        self._pending = b"" if final else lines.pop()
+        for line in lines:
+            record = parse_metric_line(line.decode("utf-8", errors="replace").strip())
+            if record is not None:
                 self._write(record)
         return True
 
     def _write(self, record: dict) -> None:
-        record = self._printed.record(record)
-        if self._out is None:
+        if self._writer.write("stdout", self._printed.record(record)):
             self.source = "stdout"
-            self._out = open(self.folder.metrics, "a", encoding="utf-8")
-        self._out.write(format_record(record))
-        self._out.flush()
 
     def close(self) -> None:
-        for log in self._logs.values():
-            log.close()
-        if self._out is not None:
-            self._out.close()
-            self._out = None
+        if self._log is not None:
+            os.close(self._log)
+            self._log = None
 
 
 class Supervisor:
@@ -113,9 +116,13 @@ class Supervisor:
                 log.write(f"error: {message}\n")
             self._finish(FAILED, None, f"error: {message}")
             return 1
+        writer = RunMetricsWriter(self.folder)
         metrics = None
         if self.info.metrics_source != "trainer":
-            metrics = StdoutMetrics(self.folder, self.info.metrics_source, stdout_offset, stderr_offset)
+            metrics = StdoutMetrics(self.folder, self.info.metrics_source, stdout_offset, writer)
+        watcher = WorkingFolderWatcher(self.folder, self.folder.read_command()["cwd"], self.info.segment_started_at,
+                                       writer, say=self._say)
+        watcher.start()
         while not self._exited.wait(PARSE_INTERVAL_S if metrics else IDLE_INTERVAL_S):
             if metrics is not None and not metrics.poll():
                 metrics = None
@@ -127,8 +134,12 @@ class Supervisor:
             metrics.poll(final=True)
             metrics.close()
             self.info.metrics_source = metrics.source
-        if self.info.metrics_source == "" and self.folder.metrics.exists():
+        watcher.finish()
+        self.info.event_files = [*self.info.event_files,
+                                 *(name for name in watcher.event_files if name not in self.info.event_files)]
+        if self.info.metrics_source == "" and writer.written_by_others():
             self.info.metrics_source = "trainer"
+        writer.close()
         state, error = self._outcome(code, stderr_offset)
         self._finish(state, code, error)
         return 0
@@ -206,6 +217,11 @@ class Supervisor:
             else:
                 error = f"the trainer exited with status {code}"
         return FAILED, error
+
+    def _say(self, text: str) -> None:
+        # In the run's log, where the user reads about the run (as a resume is said there).
+        with open(self.folder.stdout_log, "a", encoding="utf-8") as log:
+            log.write(f"workbench: {text}\n")
 
     def _finish(self, state: str, code: int | None, error: str) -> None:
         self.record.end(self.info, state, error, code)
