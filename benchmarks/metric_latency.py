@@ -2,12 +2,15 @@
 
 A real run of a small script starts from a real project window (offscreen). Each record the
 script writes carries the time it was written; when the panel has put the point on its curve,
-the difference is one latency. Two paths are measured:
+the difference is one latency. Three paths are measured:
 
 - metrics_file: the trainer appends JSON lines to metrics.jsonl itself (as workbench_trainkit's
   helpers do); the panel's worker polls the file.
 - printed_line: the trainer only prints ``step=N loss=...`` lines; the run's supervisor turns
   them into metrics.jsonl records first.
+- printed_keras: the trainer prints as Keras does (an ``Epoch 1/1`` header, then
+  ``5/40 [====] - 0s 5ms/step - loss: 0.2 - sent: ...`` lines), read by the same supervisor
+  through the table of line formats (workbench/training/log_patterns.py).
 
 Goal: every latency (max, not only the median) within 0.5 s.
 
@@ -41,6 +44,11 @@ WRITER = textwrap.dedent('''\
         if out is not None:
             out.write(json.dumps({"step": step, "time": time.time(), "loss": 1.0 / step}) + "\\n")
             out.flush()
+        elif mode == "keras":
+            if step == 1:
+                print("Epoch 1/1", flush=True)
+            print(f"{step}/{count} [==============================] - 0s 5ms/step - loss: {1.0 / step:.6f}"
+                  f" - sent: {time.time():.6f}", flush=True)
         else:
             print(f"step={step} loss={1.0 / step:.6f} sent={time.time():.6f}", flush=True)
 ''')
@@ -56,8 +64,8 @@ def make_project(root: Path, count: int) -> Path:
 
 
 def measure(count: int = 40, mode: str = "file", timeout: float = 60.0) -> list[float]:
-    """Latencies (seconds) of ``count`` records from a run writing them by ``mode`` ("file" or
-    "print") to the points on the panel's curve."""
+    """Latencies (seconds) of ``count`` records from a run writing them by ``mode`` ("file",
+    "print" or "keras") to the points on the panel's curve."""
     from PySide6.QtWidgets import QApplication
 
     from workbench.project import load_project
@@ -116,7 +124,8 @@ def summary(latencies: list[float]) -> dict:
 def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 40
     figures = {"metrics_file": summary(measure(count, "file")),
-               "printed_line": summary(measure(count, "print"))}
+               "printed_line": summary(measure(count, "print")),
+               "printed_keras": summary(measure(count, "keras"))}
     figures["goal_s"] = GOAL_S
     figures["within_goal"] = all(f["max_s"] <= GOAL_S for f in figures.values() if isinstance(f, dict))
     print(json.dumps(figures))
