@@ -90,8 +90,11 @@ def _service(project: Path | None):
 
 
 def _run_data(info) -> dict:
+    from workbench.training.written_files import read_products
+
     return {**info.to_json(), "duration": info.duration, "is_active": info.is_active,
-            "can_resume": info.can_resume, "can_resume_as_new": info.can_resume_as_new}
+            "can_resume": info.can_resume, "can_resume_as_new": info.can_resume_as_new,
+            "model_files": [] if info.is_cluster else read_products(info.run_dir)}
 
 
 def _start(service, hparams_file, overrides, nproc: int, cluster: dict | None = None):
@@ -422,6 +425,7 @@ def list_command(project: Path | None, as_json: bool) -> None:
 def show_command(run: str, project: Path | None, as_json: bool) -> None:
     """Show everything recorded about RUN."""
     from workbench.training.run_text import exit_code_text, problem_text, scheduler_text, state_text
+    from workbench.training.written_files import read_products
 
     service = _service(project)
     info = service.get(run)
@@ -449,6 +453,10 @@ def show_command(run: str, project: Path | None, as_json: bool) -> None:
                      ("remote folder", info.remote_run_dir or "-"),
                      ("resources", service.describe_resources(info) or "-")]
         rows.append(("products", ", ".join(info.products) or "-"))
+    else:
+        rows.append(("products", ", ".join(product["path"] for product in read_products(info.run_dir)) or "-"))
+    if info.event_files:
+        rows.append(("tensorboard", ", ".join(info.event_files)))
     rows += [("warning", warning) for warning in info.warnings]
     if info.outage and info.is_active:
         rows.append(("note", problem_text(info)))

@@ -12,6 +12,7 @@ from workbench.training.widgets.comparison import format_value
 from workbench.training.widgets.curves import CurvesView
 from workbench.training.widgets.log_view import LogView
 from workbench.training.widgets.runs_table import STATE_COLOURS, format_duration
+from workbench.training.written_files import read_products
 
 OUTAGE_COLOUR = "#b06000"
 
@@ -156,6 +157,7 @@ class RunDetails(QWidget):
                 section = add(None, title, "")
                 for name, value in rows:
                     add(section, name, value)
+        self._add_written_files(info, add)
         metrics = add(None, "Final metrics", "")
         self._metrics_item = metrics
         final = dict(info.final_metrics or {})
@@ -172,6 +174,18 @@ class RunDetails(QWidget):
             font.setBold(True)
             item.setFont(0, font)
         self.info.verticalScrollBar().setValue(scroll)
+
+    @staticmethod
+    def _add_written_files(info, add) -> None:
+        """The model files and TensorBoard event files the run wrote in the project folder."""
+        products = [] if info.is_cluster else read_products(info.run_dir)
+        if not (products or info.event_files):
+            return
+        written = add(None, "Written in the project", "")
+        for product in products:
+            add(written, product["path"], f"model · {_size(product.get('size'))}")
+        for name in info.event_files:
+            add(written, name, "TensorBoard events (read as curves)")
 
     def _show_metrics(self, group: QTreeWidgetItem, metrics: dict) -> None:
         """Set the group's rows to ``metrics`` in place (sorted by name), so a live update keeps
@@ -199,6 +213,16 @@ def _resume_text(resume) -> str:
     if resume.get("time"):
         parts.append(_when(resume["time"]))
     return ", ".join(parts)
+
+
+def _size(size) -> str:
+    if not isinstance(size, (int, float)):
+        return "?"
+    for unit in ("bytes", "KB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
+        size /= 1000
+    return f"{size:.1f} GB"
 
 
 def _when(timestamp: float | None) -> str:
