@@ -192,3 +192,21 @@ def test_a_run_s_supervisor_reads_keras_lines_tqdm_on_stderr_and_the_project_s_p
     with pytest.raises(TrainingError, match=r"metric_patterns in .*workbench.toml: '\(\?P<loss>' is not a valid"):
         service.start()
     assert len(service.list_runs()) == 1
+
+
+def test_a_cluster_run_s_mirrored_stdout_goes_through_the_same_table(tmp_path):
+    from tests.cluster.this_machine import LocalSftp
+    from workbench.cluster.mirror import LogMirror, start_mirror_at
+    from workbench.training import RunFolder
+
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    folder = RunFolder(tmp_path / "local" / "runs" / "r1")
+    folder.path.mkdir(parents=True)
+    start_mirror_at(folder)
+    (remote / "stdout.log").write_text("Epoch 1/2 - loss: 0.6931\nEpoch 2/2 - loss: 0.4")
+    mirror = LogMirror(folder, str(remote))
+    mirror.poll(LocalSftp())
+    assert _values(read_metrics(folder.metrics)) == [{"step": 1, "epoch": 1, "loss": 0.6931}]
+    mirror.poll(LocalSftp(), final=True)
+    assert [r["step"] for r in read_metrics(folder.metrics)] == [1, 2] and mirror.metrics_source == "stdout"

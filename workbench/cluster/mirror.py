@@ -35,7 +35,8 @@ from typing import Any
 
 from workbench.platform.atomic_files import write_text_atomically
 from workbench.training.log_order import ArrivalRecorder
-from workbench.training.metrics import PrintedMetrics, format_record, last_step, parse_metric_line
+from workbench.training.log_patterns import PrintedOutput, patterns_of_run_folder
+from workbench.training.metrics import PrintedMetrics, format_record, last_step
 from workbench.training.run_folder import RunFolder
 
 MIRRORED = ("stdout.log", "stderr.log", "metrics.jsonl")
@@ -60,6 +61,7 @@ class LogMirror:
         self.stop_requested = False   # set while a stop asked for here is under way
         self._state = read_mirror_state(folder)
         self._printed: PrintedMetrics | None = None
+        self._output: PrintedOutput | None = None
         self._order = ArrivalRecorder(folder.path)
 
     def poll(self, sftp: Any, final: bool = False) -> bool:
@@ -124,15 +126,13 @@ class LogMirror:
         end = len(data) if final else data.rfind(b"\n") + 1
         if end <= 0:
             return
-        records = []
-        for line in data[:end].split(b"\n"):
-            record = parse_metric_line(line.decode("utf-8", errors="replace").strip())
-            if record is not None:
-                records.append(record)
+        if self._output is None:
+            previous = last_step(self.folder.metrics) if self.metrics_source == "stdout" else None
+            self._printed = PrintedMetrics(previous)
+            self._output = PrintedOutput(patterns_of_run_folder(self.folder), previous)
+        # Whole lines only (a line is cut at its end), so no character is cut either.
+        records = self._output.feed(data[:end].decode("utf-8", errors="replace"), final=True)
         if records:
-            if self._printed is None:
-                previous = last_step(self.folder.metrics) if self.metrics_source == "stdout" else None
-                self._printed = PrintedMetrics(previous)
             self.metrics_source = "stdout"
             with open(self.folder.metrics, "a", encoding="utf-8") as out:
                 for record in records:

@@ -481,6 +481,16 @@ def patterns_of_run(project_dir: Path | str | None) -> list[LinePattern]:
         return []
 
 
+def patterns_of_run_folder(folder) -> list[LinePattern]:
+    """:func:`patterns_of_run` for the project of the run folder ``folder`` (a RunFolder); []
+    when its run.json does not say (a folder being set up)."""
+    try:
+        project_dir = folder.read_info().project_dir
+    except TrainingError:
+        return []
+    return patterns_of_run(project_dir)
+
+
 class GrowingLog:
     """The text a log file gained since the last read, from ``offset`` on; a character cut
     between two reads waits for the next."""
