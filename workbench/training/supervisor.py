@@ -28,7 +28,8 @@ from pathlib import Path
 
 from workbench.platform.detach import detach
 from workbench.training.log_text import error_line, tail_text
-from workbench.training.metrics import PrintedMetrics, last_step, parse_metric_line
+from workbench.training.log_patterns import GrowingLog, PrintedOutput, patterns_of_run
+from workbench.training.metrics import PrintedMetrics, last_step
 from workbench.training.metrics_writer import RunMetricsWriter
 from workbench.platform.processes import process_start, signal_group, signal_name
 from workbench.training.processes import kill_run, stop_run
@@ -48,24 +49,22 @@ class StdoutMetrics:
     """Turns the metric lines a trainer prints into metrics.jsonl records, unless the trainer
     writes metrics.jsonl itself (the training helpers create it before their first step)."""
 
-    def __init__(self, folder: RunFolder, source: str, log_offset: int, writer: RunMetricsWriter | None = None):
+    def __init__(self, folder: RunFolder, source: str, log_offset: int, writer: RunMetricsWriter | None = None,
+                 stderr_offset: int | None = None):
         self.folder = folder
         # Shared with the run's other metric sources (TensorBoard events); closed by its owner.
         self._writer = writer or RunMetricsWriter(folder)
         self.source = source  # "" until the first metric line decides, then "stdout" or "trainer"
-        self._log = os.open(folder.stdout_log, os.O_RDONLY)
-        os.lseek(self._log, log_offset, os.SEEK_SET)
-        self._pending = b""
+        # Both logs: tqdm draws its bars on stderr.
+        self._logs = {"stdout": GrowingLog(folder.stdout_log, log_offset)}
+        if stderr_offset is not None:
+            self._logs["stderr"] = GrowingLog(folder.stderr_log, stderr_offset)
         self._printed = PrintedMetrics(last_step(folder.metrics) if source == "stdout" else None)
+        self._output = PrintedOutput(patterns_of_run(folder.read_info().project_dir), self._printed.previous_step)
 
     def poll(self, final: bool = False) -> bool:
         """Read what was printed since the last call; False once the trainer owns the file."""
-        chunks = []
-        while True:
-            chunk = os.read(self._log, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
+        texts = {stream: log.read(final) for stream, log in self._logs.items()}
         # Only after reading: a trainer that writes metrics.jsonl creates it before it prints
         # any step, so a file seen now was there before the lines just read were printed.
         if self.source == "" and self._writer.written_by_others():
@@ -73,12 +72,8 @@ class StdoutMetrics:
         if self.source == "trainer":
             self.close()
             return False
-        data = self._pending + b"".join(chunks)
-        lines = data.split(b"\n")
-        self._pending = b"" if final else lines.pop()
-        for line in lines:
-            record = parse_metric_line(line.decode("utf-8", errors="replace").strip())
-            if record is not None:
+        for stream, text in texts.items():
+            for record in self._output.feed(text, stream, final):
                 self._write(record)
         return True
 
@@ -87,9 +82,8 @@ class StdoutMetrics:
             self.source = "stdout"
 
     def close(self) -> None:
-        if self._log is not None:
-            os.close(self._log)
-            self._log = None
+        for log in self._logs.values():
+            log.close()
 
 
 class Supervisor:
@@ -119,7 +113,7 @@ class Supervisor:
         writer = RunMetricsWriter(self.folder)
         metrics = None
         if self.info.metrics_source != "trainer":
-            metrics = StdoutMetrics(self.folder, self.info.metrics_source, stdout_offset, writer)
+            metrics = StdoutMetrics(self.folder, self.info.metrics_source, stdout_offset, writer, stderr_offset)
         watcher = WorkingFolderWatcher(self.folder, self.folder.read_command()["cwd"], self.info.segment_started_at,
                                        writer, say=self._say)
         watcher.start()
