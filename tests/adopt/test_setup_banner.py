@@ -111,3 +111,23 @@ def test_no_banner_for_a_folder_without_training_scripts_or_with_workbench_toml(
     write(adopted, "workbench.toml", "[training]\nscript = 'train.py'\n")
     other = open_window(qtbot, adopted)
     assert setup_of(other) is None and "adopt.setUpTraining" not in other.commands
+
+
+def test_the_banner_stays_when_a_layout_saved_without_it_is_restored(qtbot, tmp_path):
+    """The window restores its saved layout after its capabilities are in; a layout saved while
+    the banner was hidden hid it again, for good."""
+    from workbench.adopt.widgets import setup_of
+
+    write(tmp_path, "train.py", PLAIN_ARGPARSE)
+    window = open_window(qtbot, tmp_path)
+    setup = setup_of(window)
+    qtbot.waitUntil(lambda: setup.banner.isVisible())
+    setup.banner.setVisible(False)
+    saved_without_it = window.saveState()
+    setup.banner.setVisible(True)
+    window.restoreState(saved_without_it)
+    qtbot.waitUntil(lambda: setup.banner.isVisible())
+    setup._withdraw()  # closed by the user: it goes
+    qtbot.wait(50)
+    assert not setup.banner.isVisible()
+    window.discard_changes_on_close = True

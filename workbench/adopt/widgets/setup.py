@@ -3,7 +3,7 @@ the window's project reads it again and the Runs dock comes forward."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtWidgets import QDockWidget, QFrame, QHBoxLayout, QLabel, QPushButton, QToolBar, QToolButton
 
 from workbench.qt.theme import set_themed_style_sheet
@@ -20,6 +20,8 @@ class SetUpTraining(QObject):
         self.window = window
         self.entry_points: list = []
         self.dialog = None
+        self.offered = False
+        """Whether the banner should be in view (scripts were found; not closed, not done)."""
         # A tool bar at the top holds the notice: the window's own layout is left as it is. Its
         # widget is never hidden on its own (a tool bar shows its widgets through their actions),
         # the bar as a whole is.
@@ -39,7 +41,7 @@ class SetUpTraining(QObject):
         close.setText("×")
         close.setAutoRaise(True)
         close.setToolTip("Hide this notice (Run ▸ Set Up Training… stays)")
-        close.clicked.connect(lambda _checked=False: self.banner.hide())
+        close.clicked.connect(lambda _checked=False: self._withdraw())
         row.addWidget(close)
         self.banner = QToolBar("Set Up Training")
         self.banner.setObjectName("adopt-setup-banner")
@@ -49,6 +51,18 @@ class SetUpTraining(QObject):
         self.banner.addWidget(self.notice)
         self.banner.hide()
         window.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.banner)
+        # The window restores its saved layout after its capabilities are in (and again while
+        # its docks settle); a layout saved while the banner was hidden hides it again.
+        self.banner.installEventFilter(self)
+
+    def eventFilter(self, watched, event) -> bool:
+        if watched is self.banner and event.type() == QEvent.Type.Hide and self.offered:
+            QTimer.singleShot(0, self.banner, self.banner.show)
+        return False
+
+    def _withdraw(self) -> None:
+        self.offered = False
+        self.banner.hide()
 
     def look_for_entry_points(self) -> None:
         """Find the folder's entry points in a worker thread; show the banner if there are any."""
@@ -66,6 +80,7 @@ class SetUpTraining(QObject):
             if len(entry_points) > 1 else ""
         self.label.setText(f"This folder has no workbench.toml, so Workbench cannot train it yet. Found "
                                   f"{first}{others}.")
+        self.offered = True
         self.banner.show()
 
     def open_dialog(self):
@@ -92,7 +107,7 @@ class SetUpTraining(QObject):
         fresh = load_project(self.window.project.root)
         self.window.project.settings = fresh.settings
         self.window.project.has_project_file = True
-        self.banner.hide()
+        self._withdraw()
         dock = self.window.findChild(QDockWidget, "dock-runs")
         if dock is not None:
             dock.show()
