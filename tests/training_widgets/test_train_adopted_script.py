@@ -24,7 +24,8 @@ def test_the_scripts_flags_are_typed_fields_and_a_changed_one_reaches_the_run(qt
     assert isinstance(fields["lr"], QLineEdit) and fields["lr"].text() == "0.001"
     assert isinstance(fields["epochs"], QSpinBox) and fields["epochs"].value() == 3
     assert isinstance(fields["optimizer"], QComboBox) and fields["optimizer"].currentText() == "adam"
-    assert isinstance(fields["shuffle"], QCheckBox)
+    # A switch is ticked when its flag is given: --no-shuffle unticked, as shuffle is true.
+    assert isinstance(fields["shuffle"], QCheckBox) and not fields["shuffle"].isChecked()
     assert dialog.overrides() == []  # nothing changed: the script runs with its own defaults
 
     fields["lr"].setText("fast")
@@ -32,6 +33,9 @@ def test_the_scripts_flags_are_typed_fields_and_a_changed_one_reaches_the_run(qt
     assert dialog.isVisible() and "takes a number" in dialog.error.text()
     fields["lr"].setText("0.5")
     fields["epochs"].setValue(2)
+    fields["shuffle"].setChecked(True)
+    assert dialog.overrides() == ["lr=0.5", "epochs=2", "shuffle=false"]
+    fields["shuffle"].setChecked(False)
     assert dialog.overrides() == ["lr=0.5", "epochs=2"]
     dialog.accept()
     session = session_of(window)

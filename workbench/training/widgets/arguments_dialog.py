@@ -88,7 +88,7 @@ class ArgumentsDialog(QDialog):
         layout.addWidget(scroll, 1)
         layout.addWidget(self.error)
         layout.addWidget(buttons)
-        self.resize(560, min(640, 160 + 56 * max(1, len(self.parameters))))
+        self.resize(560, min(640, holder.sizeHint().height() + 110))
 
     @staticmethod
     def _field(parameter) -> QWidget:
@@ -113,7 +113,9 @@ class ArgumentsDialog(QDialog):
             index = field.findText(str(value)) if value is not None else -1
             field.setCurrentIndex(max(index, 0))
         elif isinstance(field, QCheckBox):
-            field.setChecked(str(value).lower() in ("true", "1", "yes", "on"))
+            on = str(value).lower() in ("true", "1", "yes", "on")
+            # A switch is ticked when its flag is given: --no-shuffle ticked means shuffle false.
+            field.setChecked(not on if parameter.action == "store_false" else on)
         elif isinstance(field, QSpinBox):
             try:
                 field.setValue(int(value))
@@ -123,11 +125,12 @@ class ArgumentsDialog(QDialog):
             field.setText(",".join(str(v) for v in value) if isinstance(value, (list, tuple)) else str(value))
 
     @staticmethod
-    def _text(field: QWidget) -> str:
+    def _text(field: QWidget, parameter) -> str:
         if isinstance(field, QComboBox):
             return field.currentText()
         if isinstance(field, QCheckBox):
-            return "true" if field.isChecked() else "false"
+            on = field.isChecked() != (parameter.action == "store_false")
+            return "true" if on else "false"
         if isinstance(field, QSpinBox):
             return str(field.value())
         return field.text().strip()
@@ -137,7 +140,7 @@ class ArgumentsDialog(QDialog):
         required one)."""
         chosen = []
         for parameter in self.parameters:
-            text = self._text(self.fields[parameter.name])
+            text = self._text(self.fields[parameter.name], parameter)
             default = parameter.default
             shown_default = (",".join(str(v) for v in default) if isinstance(default, (list, tuple)) else
                              ("true" if default else "false") if parameter.type == "bool" else

@@ -30,7 +30,7 @@ from workbench.qt import theme
 
 ACTIVE_REFRESH_MS = 1000
 IDLE_REFRESH_MS = 4000
-NO_RUNS_TEXT = "No runs yet — press F5 on a .hparams file or Run ▸ Train Locally"
+NO_RUNS_TEXT = "No runs yet — press F5 (Run ▸ Train Locally), or Ctrl+F5 to choose the hyper-parameters first"
 NOTHING_SELECTED_TEXT = ("Select a run to see its curves and log.\n"
                          "Select two or more (Ctrl+click) to compare them.")
 # (command id, button text) of the panel's tool bar, in order.
