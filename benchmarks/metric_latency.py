@@ -11,6 +11,9 @@ the difference is one latency. Three paths are measured:
 - printed_keras: the trainer prints as Keras does (an ``Epoch 1/1`` header, then
   ``5/40 [====] - 0s 5ms/step - loss: 0.2 - sent: ...`` lines), read by the same supervisor
   through the table of line formats (workbench/training/log_patterns.py).
+- tensorboard: the trainer logs ``add_scalar("Loss/train", ...)`` with torch's SummaryWriter and
+  flushes it after each; the supervisor finds the event file in the project folder and reads it
+  with tensorboard's event reader. Sent is the event's wall time (taken just before the flush).
 
 Goal: every latency (max, not only the median) within 0.5 s.
 
@@ -38,10 +41,17 @@ WRITER = textwrap.dedent('''\
 
     count, mode = int(sys.argv[1]), sys.argv[2]
     out = open(Path(os.environ["WORKBENCH_RUN_DIR"]) / "metrics.jsonl", "a") if mode == "file" else None
+    if mode == "tensorboard":
+        from torch.utils.tensorboard import SummaryWriter
+
+        board = SummaryWriter()
     time.sleep(0.5)
     for step in range(1, count + 1):
         time.sleep(random.uniform(0.03, 0.13))  # not in step with the panel's polling
-        if out is not None:
+        if mode == "tensorboard":
+            board.add_scalar("Loss/train", 1.0 / step, step)
+            board.flush()
+        elif out is not None:
             out.write(json.dumps({"step": step, "time": time.time(), "loss": 1.0 / step}) + "\\n")
             out.flush()
         elif mode == "keras":
@@ -65,7 +75,7 @@ def make_project(root: Path, count: int) -> Path:
 
 def measure(count: int = 40, mode: str = "file", timeout: float = 60.0) -> list[float]:
     """Latencies (seconds) of ``count`` records from a run writing them by ``mode`` ("file",
-    "print" or "keras") to the points on the panel's curve."""
+    "print", "keras" or "tensorboard") to the points on the panel's curve."""
     from PySide6.QtWidgets import QApplication
 
     from workbench.project import load_project
@@ -93,7 +103,7 @@ def measure(count: int = 40, mode: str = "file", timeout: float = 60.0) -> list[
             curves = panel.details.curves
             steps = set(curves.points(run_id, "loss")[0])
             for record in records:
-                sent = record.get("time") if mode == "file" else record.get("sent")
+                sent = record.get("time") if mode in ("file", "tensorboard") else record.get("sent")
                 if isinstance(sent, float) and float(record.get("step", -1)) in steps:
                     latencies.append(now - sent)
 
@@ -125,7 +135,8 @@ def main() -> None:
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 40
     figures = {"metrics_file": summary(measure(count, "file")),
                "printed_line": summary(measure(count, "print")),
-               "printed_keras": summary(measure(count, "keras"))}
+               "printed_keras": summary(measure(count, "keras")),
+               "tensorboard": summary(measure(count, "tensorboard"))}
     figures["goal_s"] = GOAL_S
     figures["within_goal"] = all(f["max_s"] <= GOAL_S for f in figures.values() if isinstance(f, dict))
     print(json.dumps(figures))

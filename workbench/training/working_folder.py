@@ -22,6 +22,9 @@ from workbench.training.written_files import WorkingFolderScan, next_scan_delay,
 # How often the event files found are read: a scalar reaches metrics.jsonl within this.
 TAIL_INTERVAL_S = 0.05
 TENSORBOARD_SOURCE = "tensorboard"
+# The walks take at most about 1/(1+this) of one core: a walk that took 0.1 s (a project of tens
+# of thousands of files on a busy machine) waits at least 1 s before the next.
+WALK_PAUSE_FACTOR = 10
 
 
 class WorkingFolderWatcher:
@@ -38,6 +41,7 @@ class WorkingFolderWatcher:
         self.event_files: list[str] = []          # work_dir-relative, in the order found
         self.scans = 0
         self.scan_seconds = 0.0
+        self.last_scan_seconds = 0.0
         self._tails: list = []
         self._broken: set[Path] = set()
         self._said_truncated = False
@@ -62,7 +66,8 @@ class WorkingFolderWatcher:
             now = time.monotonic()
             if now >= next_look:
                 self._look()
-                next_look = time.monotonic() + next_scan_delay(now - started)
+                pause = max(next_scan_delay(now - started), WALK_PAUSE_FACTOR * self.last_scan_seconds)
+                next_look = time.monotonic() + pause
             self._read_events()
             wait = TAIL_INTERVAL_S if self._tails else max(0.0, next_look - time.monotonic())
             self._stop.wait(wait)
@@ -75,8 +80,9 @@ class WorkingFolderWatcher:
             except Exception as exc:  # noqa: BLE001 (the run goes on without it)
                 print(f"workbench supervisor: cannot walk {self.work_dir}: {exc}", file=sys.stderr, flush=True)
                 return
+            self.last_scan_seconds = time.perf_counter() - began
             self.scans += 1
-            self.scan_seconds += time.perf_counter() - began
+            self.scan_seconds += self.last_scan_seconds
             if result.truncated and not self._said_truncated:
                 self._said_truncated = True
                 self.say(f"the project folder has more than {self.scan.max_entries} files and folders; TensorBoard "
