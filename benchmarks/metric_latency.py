@@ -11,9 +11,10 @@ the difference is one latency. Three paths are measured:
 - printed_keras: the trainer prints as Keras does (an ``Epoch 1/1`` header, then
   ``5/40 [====] - 0s 5ms/step - loss: 0.2 - sent: ...`` lines), read by the same supervisor
   through the table of line formats (workbench/training/log_patterns.py).
-- tensorboard: the trainer logs ``add_scalar("Loss/train", ...)`` with torch's SummaryWriter and
-  flushes it after each; the supervisor finds the event file in the project folder and reads it
-  with tensorboard's event reader. Sent is the event's wall time (taken just before the flush).
+- tensorboard: the trainer logs ``add_scalar("Loss/train", ...)`` with torch's SummaryWriter, as
+  an unchanged script does (no flush: its writer thread writes each event to the file at once);
+  the supervisor finds the event file in the project folder and reads it with tensorboard's
+  event reader. Sent is the event's wall time, taken by add_scalar.
 
 Goal: every latency (max, not only the median) within 0.5 s.
 
@@ -50,7 +51,6 @@ WRITER = textwrap.dedent('''\
         time.sleep(random.uniform(0.03, 0.13))  # not in step with the panel's polling
         if mode == "tensorboard":
             board.add_scalar("Loss/train", 1.0 / step, step)
-            board.flush()
         elif out is not None:
             out.write(json.dumps({"step": step, "time": time.time(), "loss": 1.0 / step}) + "\\n")
             out.flush()
