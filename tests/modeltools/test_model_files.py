@@ -147,7 +147,6 @@ def test_a_pickle_of_a_class_of_the_users_own_is_refused(tmp_path):
     (pickle.dumps({"weights": [1.0, 2.0]}), "a Python pickle but not a PyTorch file"),
     (b"\x89HDF\r\n\x1a\n" + bytes(100), "a Keras / HDF5 file"),
     (bytes(range(7, 200)) * 3, "no model format Workbench knows"),
-    (b"\x14\x00\x00\x00\x00\x00\x00\x00" + b'{"w": {"dtype": "F32"}}' + bytes(8), "safetensors"),
 ])
 def test_other_formats_are_named(tmp_path, content, expected):
     path = tmp_path / "model.pt"
@@ -156,6 +155,13 @@ def test_other_formats_are_named(tmp_path, content, expected):
         identify(path)
     assert str(path) in str(caught.value)
     assert expected in str(caught.value)
+
+
+def test_a_safetensors_file_is_weights(tmp_path):
+    path = tmp_path / "model.safetensors"
+    header = b'{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}'
+    path.write_bytes(len(header).to_bytes(8, "little") + header + bytes(8))
+    assert identify(path).kind == "state_dict"
 
 
 def test_a_zip_that_is_no_pytorch_file(tmp_path):

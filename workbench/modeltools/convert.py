@@ -23,12 +23,12 @@ from workbench.modeltools.context import ToolContext
 from workbench.modeltools.conversion.exporters import EXPORTERS
 from workbench.modeltools.errors import ModelToolError
 from workbench.modeltools.outputs import NEVER_OVERWRITES
-from workbench.modeltools.params import Param, ToolSpec, parse_input_shape
+from workbench.modeltools.params import MODEL_CLASSES, Param, ToolSpec, parse_input_shape
 from workbench.modeltools.report import ReportTable, ToolReport
 
 DEFAULT_OPSET = 18
 
-SUFFIXES = (".pt", ".pth", ".ckpt", ".pt2", ".ts", ".torchscript")
+SUFFIXES = (".pt", ".pth", ".ckpt", ".safetensors", ".pt2", ".ts", ".torchscript")
 
 SPEC = ToolSpec(
     name="convert",
@@ -44,8 +44,10 @@ SPEC = ToolSpec(
               f"<stem>.onnx, e.g. runs/<id>/outputs/model.onnx; {NEVER_OVERWRITES}).",
               short="o", is_output=True, suffixes=(".onnx",)),
         Param("model_factory", "str", "For weights: the project's registered model that builds "
-              "them (default: model_name of the hyper-parameters the model was trained with).",
-              group="Model"),
+              "them (default: model_name of the hyper-parameters the model was trained with), "
+              "or a class of the project's code as module:Class (e.g. model:Net; default: the "
+              "one class whose weights have the file's names and shapes), built with the "
+              "values its run recorded.", group="Model", suggests=MODEL_CLASSES),
         Param("input_shape", "strings", "The input's shape with the batch first, e.g. 1,3,224,224 "
               "(default: one sample of the project's dataset; a .pt2 has its example inputs).",
               group="Model"),

@@ -3,7 +3,8 @@
 PyTorch files are zip archives whose entries give them away: TorchScript (``torch.jit.save``)
 holds ``code/`` and ``constants.pkl``; an ExportedProgram (``torch.export.save``, ``.pt2``) holds
 ``archive_format`` and ``models/*.json`` (``serialized_exported_program.json`` before torch 2.6);
-weights (``torch.save`` of a state_dict or a checkpoint) hold only ``data.pkl`` and tensor data.
+weights (``torch.save`` of a state_dict or a checkpoint) hold only ``data.pkl`` and tensor data;
+a ``.safetensors`` file (weights too) starts with the length of its JSON header.
 ONNX is a protobuf whose first field is the IR version; MNN is a FlatBuffer, which has no magic
 number, so it is recognised by its ``.mnn`` suffix plus a sane FlatBuffer header.
 
@@ -149,6 +150,8 @@ def _kind_of(path: Path, data) -> str:
         raise ModelToolError(
             f"{path} is a truncated ONNX model (it ends inside its graph); convert or copy it "
             "again")
+    if _is_safetensors(head):
+        return STATE_DICT
     if path.suffix.lower() == ".mnn":
         if _looks_like_flatbuffer(data):
             return MNN
@@ -321,10 +324,6 @@ def _not_a_model(path: Path, data) -> str:
         what = "a Keras / HDF5 file"
     elif head[4:8] == b"TFL3":
         what = "a TensorFlow Lite model"
-    elif _is_safetensors(head):
-        what = ("safetensors weights; load them into the model and save its state_dict "
-                "with torch.save, or save TorchScript or an ExportedProgram")
-        return f"{path} holds {what}"
     elif head.startswith(b"\x80") and len(head) > 1 and head[1] <= 5:
         what = "a Python pickle but not a PyTorch file (torch.save writes a zip archive)"
     elif _is_text(head):

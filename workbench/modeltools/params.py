@@ -14,6 +14,7 @@ from workbench.modeltools.errors import ModelToolError
 # What a parameter holds. "path" is a file or folder, "paths" several; "choice" one of
 # ``choices``; "strings" a comma-separated list (node names, shapes).
 PARAM_TYPES = ("str", "int", "float", "bool", "choice", "path", "paths", "strings")
+MODEL_CLASSES = "model_classes"
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,9 @@ class Param:
     is_output: bool = False
     one_of: str = ""
     """For a path: the list-of-paths parameter it names one of (the form offers those files)."""
+    suggests: str = ""
+    """For text: what a tool window offers to pick from, found once it is open (MODEL_CLASSES:
+    the classes of the project's code that may build the model's weights)."""
 
     def __post_init__(self):
         if self.type not in PARAM_TYPES:

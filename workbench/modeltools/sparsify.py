@@ -15,7 +15,7 @@ from pathlib import Path
 from workbench.modeltools.context import ToolContext
 from workbench.modeltools.errors import ModelToolError
 from workbench.modeltools.outputs import NEVER_OVERWRITES
-from workbench.modeltools.params import Param, ToolSpec, parse_input_shape
+from workbench.modeltools.params import MODEL_CLASSES, Param, ToolSpec, parse_input_shape
 from workbench.modeltools.report import ToolReport
 
 METHODS = ("magnitude", "channels")
@@ -55,7 +55,9 @@ SPEC = ToolSpec(
         Param("learning_rate", "float", "the fine-tuning learning rate (default: the "
               "hyper-parameters' learning_rate)", minimum=0.0, group="Fine-tuning"),
         Param("model_factory", "str", "the project's registered model name that builds the "
-              "checkpoint's model (default: the hyper-parameters' model_name)", group="Model"),
+              "checkpoint's model (default: the hyper-parameters' model_name), or a class of "
+              "the project's code as module:Class (default: the one class whose weights have "
+              "the checkpoint's names and shapes)", group="Model", suggests=MODEL_CLASSES),
         Param("input_shape", "strings", "the input's shape with the batch first, e.g. 1,1,8,8: "
               "what the model is traced, exported and timed with (default: one sample of the "
               "evaluation data, else an ONNX model's fixed input shape)", group="Model",

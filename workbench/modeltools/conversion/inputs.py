@@ -22,7 +22,8 @@ from workbench.modeltools.report import ToolReport
 def _project_samples(source: Source, values: dict, context: ToolContext):
     """Up to verify_samples samples of the project's test split, or None (outside a project,
     for a model with several inputs, or when the dataset cannot load)."""
-    if source.code is None or (source.example is not None and len(source.example) != 1):
+    if (source.code is None or source.code.adopted
+            or (source.example is not None and len(source.example) != 1)):
         return None
     from workbench.modeltools.data import from_project
 
@@ -68,8 +69,12 @@ def example_inputs(source: Source, values: dict, typed_shape: tuple[int, ...] | 
     elif data is not None:
         shape = (1, *data.x.shape[1:])
     else:
-        where = ("the project's dataset is not usable" if source.code is not None
-                 else "it lies outside a project, so no dataset tells it")
+        if source.code is None:
+            where = "it lies outside a project, so no dataset tells it"
+        elif source.code.adopted:
+            where = "its project trains with its own script, so no dataset Workbench reads tells it"
+        else:
+            where = "the project's dataset is not usable"
         raise ModelToolError(
             f"the input shape of {source.path} is unknown ({where}); give it with "
             "--input-shape, batch first, e.g. --input-shape 1,3,224,224")

@@ -1,5 +1,6 @@
-"""Loading the PyTorch model to convert: weights built by one of the project's model factories,
-TorchScript, or an ExportedProgram (.pt2)."""
+"""Loading the PyTorch model to convert: weights built by one of the project's model factories
+(or, in a project of the user's own training code, a class of its code), TorchScript, or an
+ExportedProgram (.pt2)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from workbench.modeltools import model_files
 from workbench.modeltools.context import ToolContext
 from workbench.modeltools.errors import ModelToolError
 from workbench.modeltools.library_output import captured_output, first_line
+from workbench.modeltools.project_classes import is_class_factory
 from workbench.modeltools.report import ToolReport
 
 
@@ -94,14 +96,17 @@ def _project(path: Path, kind: str, context: ToolContext):
 
 
 def _load_weights(path: Path, values: dict, code, hparams, context: ToolContext) -> Source:
-    factory = values["model_factory"] or hparams.get("model_name")
+    given = values["model_factory"]
+    if given and is_class_factory(given) or code.adopted:
+        return _load_with_class(path, given, code, hparams, context)
+    factory = given or hparams.get("model_name")
     settings = code.hparams_file_for(path)
     names = code.model_names()
     if not factory:
         raise ModelToolError(
             f"{path}: no model factory builds these weights: set model_name in "
             f"{settings or 'the hyper-parameters'} or give --model-factory "
-            f"({_registered(names)})")
+            f"({_registered(names)}, or a class of the project's code as module:Class)")
     if factory not in names:
         close = difflib.get_close_matches(factory, names, n=3, cutoff=0.5)
         hint = f" Did you mean {' or '.join(repr(n) for n in close)}?" if close else ""
@@ -114,6 +119,25 @@ def _load_weights(path: Path, values: dict, code, hparams, context: ToolContext)
     context.log(f"Built {factory!r} ({type(module).__name__}) with the weights of {path.name}"
                 f"{f'; hyper-parameters from {settings}' if settings else ''}")
     return Source(path, model_files.STATE_DICT, module, code=code, hparams=hparams)
+
+
+def _load_with_class(path: Path, factory: str | None, code, recorded, context: ToolContext
+                     ) -> Source:
+    """Weights built by a class of the project's code: the one ``factory`` names, else the one
+    class whose state_dict has the file's names and shapes."""
+    from workbench.modeltools.project_classes import matching_class, parse_factory
+
+    with captured_output(context.log):
+        if factory:
+            module, used = code.build_class_model(factory, recorded, path)
+            factory, why = ":".join(parse_factory(factory, code.root)), ""
+        else:
+            factory, module, used = matching_class(code.root, path, recorded, context.log)
+            why = f" (its keys and shapes match {path.name})"
+    taken = (f"; with the run's {', '.join(f'{n}={recorded[n]!r}' for n in used)}"
+             if used else "")
+    context.log(f"Built {factory}{why}{taken}")
+    return Source(path, model_files.STATE_DICT, module, code=code, hparams=recorded)
 
 
 def _registered(names: list[str]) -> str:

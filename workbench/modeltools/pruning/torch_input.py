@@ -55,13 +55,21 @@ def sparsify_checkpoint(source: Path, target: Path, values: dict, sparsity: floa
             "project, or give it as an ONNX model (magnitude pruning only)")
     code = ProjectCode(root)
     hparams = code.hparams(source)
-    factory = values.get("model_factory") or hparams.get("model_name")
-    if not factory:
+    # A project of the user's own training code records its script's arguments, not a
+    # registered model_name: a class of its code builds the weights.
+    factory = values.get("model_factory") or (None if code.adopted else hparams.get("model_name"))
+    context.progress(0.1)
+    if not factory and code.adopted:
+        from workbench.modeltools.project_classes import matching_class
+
+        factory, model, _used = matching_class(root, source, hparams, context.log)
+        context.log(f"Built {factory} (its keys and shapes match {shown.name})")
+    elif not factory:
         raise ModelToolError(f"no model factory for {shown}: set model_name in the "
                              "hyper-parameters or give --model-factory")
-    context.progress(0.1)
-    model = _project_call(lambda: code.build_model(factory, hparams, source),
-                          f"the model factory {factory!r} of {root}")
+    else:
+        model = _project_call(lambda: code.build_model(factory, hparams, source),
+                              f"the model factory {factory!r} of {root}")
     context.progress(1.0)
     context.stage("Load data")
     data = _project_call(lambda: _evaluation_data(values, code, hparams),

@@ -36,10 +36,14 @@ def choose_data(values: dict, project: Path | None, model_path: Path, mode: str,
     calibration_samples = values.get("calibration_samples") or 256
     warnings: list[str] = []
     code = hparams = None
+    own_script = False
     if project is not None and not data:
         from workbench.modeltools.project_code import ProjectCode
 
         code = ProjectCode(project)
+        if code.adopted:  # its own training script: no dataset Workbench can read
+            code, own_script = None, True
+    if code is not None:
         hparams = code.hparams(model_path)
         on_progress(0.1)
         code.import_modules()  # the project's code imports torch: the longest part
@@ -55,11 +59,18 @@ def choose_data(values: dict, project: Path | None, model_path: Path, mode: str,
             calibration = from_project(code, values.get("calibration_split") or "train", hparams,
                                        calibration_samples)
             on_progress(0.7)
+        elif own_script:
+            raise ModelToolError(
+                f"static quantization calibrates on samples, and {project} trains with its own "
+                "script, so Workbench has no dataset to take them from; give samples with --data "
+                "FILE.npz (an array x shaped like the model's input, and optionally the labels "
+                "y), or choose --mode dynamic or fp16, which need no data")
         else:
             raise ModelToolError(
                 f"{model_path} is not inside a Workbench project, so there is no dataset to "
                 "calibrate on; give samples with --data FILE.npz (an array x shaped like the "
-                "model's input, and optionally the labels y)")
+                "model's input, and optionally the labels y), or choose --mode dynamic or fp16, "
+                "which need no data")
 
     if data:
         evaluation = load_npz(Path(data)).take(samples)
