@@ -41,6 +41,7 @@ from workbench.modeltools.model_index import name_in_project
 from workbench.modeltools.params import Param, ToolSpec, in_window_words
 from workbench.modeltools.widgets.path_list import PathListEditor
 from workbench.modeltools.widgets.scrolling import WheelGuard
+from workbench.modeltools.widgets.suggestions import SuggestionButton
 from workbench.qt import theme
 
 INT_LIMIT = 2**31 - 1
@@ -124,6 +125,11 @@ class ParamField:
             self.browse.setToolTip("Choose the file")
             self.browse.clicked.connect(self._browse)
             row.addWidget(self.browse)
+        self.suggestions: SuggestionButton | None = None
+        if param.suggests and isinstance(self.editor, QLineEdit):
+            self.suggestions = SuggestionButton(self.editor)
+            self.suggestions.setObjectName(f"suggest-{param.name}")
+            row.addWidget(self.suggestions)
         column.addLayout(row)
         self.hint = QLabel(self.help)
         self.hint.setObjectName(f"hint-{param.name}")
@@ -473,6 +479,12 @@ class ParamForm(QWidget):
             self.fields[name].set_shown(shown)
         for header in self._advanced_headers:
             header.setVisible(shown)
+
+    def offer_suggestions(self, name: str, suggestions: list[str]) -> None:
+        """What the text field ``name`` (a parameter with ``suggests``) offers to pick from."""
+        field = self.fields.get(name)
+        if field is not None and field.suggestions is not None:
+            field.suggestions.offer(suggestions)
 
     def values(self) -> dict[str, Any]:
         """The values set in the form, ready for a ToolInvocation (paths made absolute against

@@ -35,7 +35,7 @@ from PySide6.QtWidgets import (
 )
 
 from workbench.modeltools.model_index import is_model_file, name_in_project
-from workbench.modeltools.params import ToolInvocation, ToolSpec, in_window_words
+from workbench.modeltools.params import MODEL_CLASSES, ToolInvocation, ToolSpec, in_window_words
 from workbench.modeltools.report import ToolReport
 from workbench.modeltools.widgets.invocation_text import command_line, summary
 from workbench.modeltools.widgets.job_runner import CANCELLED, FAILED, SUCCEEDED, JobRunner
@@ -338,8 +338,10 @@ class ToolWindow(QMainWindow):
         self.resize(*DEFAULT_SIZE)
         QShortcut(QKeySequence("Ctrl+Return"), self, activated=self.run)
         QShortcut(QKeySequence("Escape"), self, activated=self.cancel)
+        self._suggested_for: str | None = None
         self._update_title()
         self._update_buttons()
+        self._find_suggestions()
 
     # --- actions ------------------------------------------------------------------------------
 
@@ -560,6 +562,25 @@ class ToolWindow(QMainWindow):
         self._update_buttons()
         if self.form_folded:
             self._update_folded_text()
+        self._find_suggestions()
+
+    def _find_suggestions(self) -> None:
+        """What the model factory field offers for the model now in the form (the classes of
+        the project's code when its weights need one), read off the GUI thread."""
+        wanted = [p.name for p in self.spec.params if p.suggests == MODEL_CLASSES]
+        model = model_of(self.spec, self.form.values())
+        if self._tasks is None or not wanted or model == self._suggested_for:
+            return
+        self._suggested_for = model
+        from workbench.modeltools.project_classes import factory_suggestions
+
+        def offer(suggestions: list[str]) -> None:
+            for name in wanted:
+                self.form.offer_suggestions(name, suggestions)
+
+        self._tasks.run("modeltools.suggestions", factory_suggestions, self.project,
+                        Path(model) if model else None, on_done=offer,
+                        on_error=lambda _error: offer([]))
 
     def _update_title(self) -> None:
         values = self.form.values()
