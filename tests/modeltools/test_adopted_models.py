@@ -211,7 +211,29 @@ def test_quantize_the_converted_model_dynamically_and_static_asks_for_data(tmp_p
     with pytest.raises(ModelToolError) as raised:
         run_tool(ToolInvocation("quantize", {"model": str(onnx_path), "repeats": 0}))
     message = str(raised.value)
-    assert "--data" in message and "dynamic" in message
+    assert "static quantization calibrates on samples" in message
+    assert "--data" in message and "--mode dynamic or fp16" in message
+
+
+def test_compare_and_static_quantize_take_the_samples_of_a_npz_file(tmp_path):
+    import numpy as np
+
+    root = make_project(tmp_path / "mine")
+    onnx_path = Path(convert({"model": str(save_net(root))}).outputs[0])
+    quantized = Path(run_tool(ToolInvocation("quantize", {"model": str(onnx_path), "mode": "dynamic",
+                                                          "repeats": 0, "layer_report": False})).outputs[0])
+    with pytest.raises(ModelToolError, match=r"trains with its own script, so Workbench cannot read its "
+                                             r"dataset; give samples as a .npz file \(--data\)"):
+        run_tool(ToolInvocation("compare", {"models": [str(onnx_path), str(quantized)], "repeats": 1}))
+    samples = tmp_path / "samples.npz"
+    rng = np.random.default_rng(0)
+    np.savez(samples, x=rng.normal(size=(16, 1, 4, 4)).astype(np.float32), y=rng.integers(0, 3, 16))
+    report = run_tool(ToolInvocation("quantize", {"model": str(onnx_path), "data": str(samples),
+                                                  "repeats": 0, "layer_report": False}))
+    assert report.figures["evaluation_samples"] == 16 == report.figures["calibration_samples"]
+    compared = run_tool(ToolInvocation("compare", {"models": [str(onnx_path), str(quantized)],
+                                                   "data": str(samples), "repeats": 1}))
+    assert len(compared.tables[0].rows) == 2
 
 
 def test_a_model_saved_outside_the_run_folder_gets_the_values_of_the_run_that_listed_it(tmp_path):
@@ -225,3 +247,29 @@ def test_a_model_saved_outside_the_run_folder_gets_the_values_of_the_run_that_li
     events = []
     convert({"model": str(saved)}, events)
     assert "Built model:Net (its keys and shapes match best.pt); with the run's hidden=7" in logged(events)
+
+
+LIGHTNING_CODE = '''\
+import lightning as L
+from model import Net
+
+
+class Classifier(L.LightningModule):
+    def __init__(self, hidden=8):
+        super().__init__()
+        self.model = Net(hidden)
+
+    def forward(self, x):
+        return self.model(x)
+'''
+
+
+def test_a_lightning_checkpoint_converts_the_network_its_module_holds(tmp_path):
+    root = make_project(tmp_path / "mine")
+    (root / "lit.py").write_text(LIGHTNING_CODE)
+    weights = save_net(root, "last.ckpt", wrap="ckpt")
+    events = []
+    report = convert({"model": str(weights)}, events)
+    assert "lit:Classifier fits too; converting the network it holds, model:Net" in logged(events)
+    assert "Built model:Net (its keys and shapes match last.ckpt)" in logged(events)
+    assert report.figures["max_abs_diff"] < 1e-4

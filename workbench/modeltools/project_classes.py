@@ -320,6 +320,13 @@ def matching_class(root: Path, weights: Path, recorded: dict, log=lambda text: N
         spelling = fitted(state, shapes(model.state_dict()))
         if spelling is not None:
             matches.append((candidate, model, used, spelling))
+    networks = [m for m in matches if not _is_lightning_module(m[1])]
+    if len(matches) > 1 and len(networks) == 1:
+        # A Lightning checkpoint fits its LightningModule and the network it holds as
+        # self.model: the network is what runs on a device.
+        log(f"{listed([m[0] for m in matches if m not in networks])} fits too; converting the "
+            f"network it holds, {networks[0][0].factory}")
+        matches = networks
     if len(matches) == 1:
         candidate, model, used, spelling = matches[0]
         model.load_state_dict(spelling)
@@ -331,6 +338,10 @@ def matching_class(root: Path, weights: Path, recorded: dict, log=lambda text: N
     raise ModelToolError(
         f"no class of the project that builds without arguments has the keys and shapes of "
         f"{weights.name}; give --model-factory with one of: {listed(classes)}")
+
+
+def _is_lightning_module(model) -> bool:
+    return any(base.__name__ == "LightningModule" for base in type(model).__mro__)
 
 
 def factory_suggestions(project: Path | None, model: Path | None) -> list[str]:
