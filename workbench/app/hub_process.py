@@ -67,11 +67,12 @@ def main(argv: list[str] | None = None) -> int:
     welcome = None
     if show_welcome:
         from workbench.project.recent import RecentProjects, user_config_dir
+        from workbench.ui.first_paint_settings import read_first_paint_settings
         from workbench.ui.welcome_window import WelcomeWindow
 
         # The theme machinery (settings, palette, style: about 100 ms) waits for the first paint
         # unless the user chose the dark theme outright: the light one is the platform's own look.
-        dark = _chosen_theme(user_config_dir()) == "dark"
+        dark = read_first_paint_settings(user_config_dir()).theme == "dark"
         if dark:
             _follow_theme()
         welcome = WelcomeWindow(RecentProjects(user_config_dir()))
@@ -87,22 +88,6 @@ def main(argv: list[str] | None = None) -> int:
     code = app.exec()
     lock.release()
     return code
-
-def _chosen_theme(config_dir) -> str:
-    """The theme the user's settings.toml names ("" when none or unreadable), read with tomllib
-    alone: what the welcome window needs before its first paint."""
-    import tomllib
-
-    try:
-        # workbench.settings.SETTINGS_FILE, named here: importing the settings package is what
-        # this read avoids before the first paint.
-        with open(config_dir / "settings.toml", "rb") as file:
-            table = tomllib.load(file).get("appearance", {})
-    except (OSError, ValueError):
-        return ""
-    theme = table.get("theme", "") if isinstance(table, dict) else ""
-    return theme if isinstance(theme, str) else ""
-
 
 def _follow_theme() -> None:
     from PySide6.QtWidgets import QApplication

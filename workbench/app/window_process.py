@@ -93,6 +93,9 @@ class ProjectWindowHost(WindowHost):
         try:
             (scratch / "main.py").write_text('"""Warm-up."""\nimport os\n\n\ndef f(x):\n    return [x, 1.0, "s"]  # c\n')
             window = ProjectWindow(load_project(scratch))
+            # The settings package, the style and the palette: a real window takes them only
+            # after its first paint, the spare's has them already.
+            window.follow_settings()
             window.resize(1200, 780)
             window.grab()
             window.deleteLater()

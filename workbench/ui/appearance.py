@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QFileSystemWatcher, QObject, QTimer
 
 from workbench.qt.theme import apply_theme
-from workbench.settings import SETTINGS_FILE, Settings
+
+if TYPE_CHECKING:
+    # A project window loads the settings package after its first paint (see window_settings).
+    from workbench.settings import Settings
 
 THEME_KEY = "appearance.theme"
 
@@ -22,6 +26,7 @@ def window_settings(project_file: Path | None = None) -> Settings:
     """The settings of a window: the user's ``settings.toml``, and ``project_file`` when the
     window has a project."""
     from workbench.project import user_config_dir
+    from workbench.settings import SETTINGS_FILE, Settings
 
     return Settings(user_config_dir() / SETTINGS_FILE, project_file)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import logging
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from PySide6.QtCore import QByteArray, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QPalette
@@ -32,6 +32,7 @@ from workbench.editor import EditorError, HotExitStore
 from workbench.editor.assist import CompletionProviders, HoverProviders
 from workbench.editor.diagnostics import DiagnosticsProviders
 from workbench.editor.widgets import EditorCommands, EditorTab, open_editor_tab
+from workbench.editor.options import EditorOptions
 from workbench.editor.widgets.editor_settings import EditorSettingsFollower
 from workbench.ipc import messages
 from workbench.ipc.errors import RpcError
@@ -42,9 +43,11 @@ from workbench.project import (
     WindowState,
     WindowStateStore,
     create_file,
+    user_config_dir,
 )
 from workbench.project.widgets import ProjectTree
 from workbench.qt.paint import after_first_paint
+from workbench.qt.theme import DARK, SYSTEM, apply_theme, resolve_theme
 from workbench.qt.tasks import TaskRunner
 from workbench.ui.capabilities import install_capabilities
 from workbench.ui.command_palette import CommandPalette
@@ -52,8 +55,11 @@ from workbench.ui.commands import CommandRegistry, add_quit_command
 from workbench.ui.dock_layout import DockLayout, toggle_dock
 from workbench.ui.edit_commands import FocusedWidgetCommands, group_edit_menu
 from workbench.ui.appearance import follow_settings_files, follow_theme_setting, window_settings
+from workbench.ui.first_paint_settings import read_first_paint_settings
 from workbench.ui.menus import MenuBuilder
-from workbench.settings import Settings, SettingsError
+
+if TYPE_CHECKING:
+    from workbench.settings import Settings
 
 STATE_SAVE_DELAY_MS = 1000
 
@@ -103,13 +109,12 @@ class ProjectWindow(QMainWindow):
     def __init__(self, project: Project, parent: QWidget | None = None, settings: Settings | None = None):
         super().__init__(parent)
         self.project = project
-        self.settings = settings or window_settings(project.project_file)
-        """The user's and the project's settings (``workbench.settings``); the editors and the
-        theme follow them, and they are read again when their files change (another window or
-        process, a hand edit)."""
-        follow_settings_files(self.settings, self)
-        follow_theme_setting(self.settings)
-        self.editor_settings = EditorSettingsFollower(self.settings, self.editors, self._save, self)
+        self._settings = settings
+        self._settings_followed = False
+        self.editor_settings = EditorSettingsFollower(None, self.editors, self._save, self,
+                                                      self._before_first_paint())
+        if settings is not None:
+            self.follow_settings()
         self._settings_window = None
         self._documents_to_reopen: list[dict] = []
         self._front_document: QWidget | None = None
@@ -220,10 +225,48 @@ class ProjectWindow(QMainWindow):
         self.tabs.setCurrentIndex(index)
         self._center.setCurrentWidget(self.tabs)
 
+    @property
+    def settings(self) -> Settings:
+        """The user's and the project's settings (``workbench.settings``); the editors and the
+        theme follow them, and they are read again when their files change (another window or
+        process, a hand edit). Loaded just after the first paint, or when first asked for."""
+        if not self._settings_followed:
+            self.follow_settings()
+        return self._settings
+
+    def _before_first_paint(self) -> EditorOptions:
+        """What the first paint needs of the settings, read cheaply: the dark theme when the user
+        chose it (or the system's choice is dark), so the window never flashes light; the
+        options the first editors paint with (the font; the rest comes with the settings)."""
+        if self._settings is not None:
+            return EditorOptions()  # the settings given are followed at once
+        chosen = read_first_paint_settings(user_config_dir(), self.project.settings)
+        if resolve_theme(chosen.theme or SYSTEM) == DARK:
+            apply_theme(chosen.theme or SYSTEM)
+        font = {"font_family": chosen.font_family}
+        if chosen.font_size is not None:
+            font["font_size"] = chosen.font_size
+        return EditorOptions(**font)
+
+    def follow_settings(self) -> None:
+        """Load the settings and follow them: their files, the theme (the light one is the
+        platform's look until now), every editor setting. The window does it just after its
+        first paint; a spare window does it while it waits."""
+        if self._settings_followed:
+            return
+        self._settings_followed = True
+        if self._settings is None:
+            self._settings = window_settings(self.project.project_file)
+        follow_settings_files(self._settings, self)
+        follow_theme_setting(self._settings)
+        self.editor_settings.follow(self._settings)
+
     def install_capabilities(self, entries: tuple[str, ...] | None = None) -> None:
         if self.capabilities_installed:
             return
         self.capabilities_installed = True
+        # The settings come first: the theme styles the docks as they are made.
+        self.follow_settings()
         # Qt widens a shown window for the moment a new dock stands beside the others: the
         # window keeps the size the user (or the screenshot) gave it.
         size = self.size()
@@ -549,6 +592,8 @@ class ProjectWindow(QMainWindow):
     def set_setting(self, key: str, value) -> None:
         """Write ``value`` for ``key`` in the user's settings (a file that cannot be changed is
         said, not raised)."""
+        from workbench.settings import SettingsError
+
         try:
             self.settings.set(key, value)
         except SettingsError as exc:

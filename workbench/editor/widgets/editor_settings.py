@@ -9,6 +9,7 @@ the user chose, and Ctrl+0 returns to it.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable
 
 from PySide6.QtCore import QObject, QTimer
@@ -22,19 +23,33 @@ ZOOM_STEP = 1
 
 class EditorSettingsFollower(QObject):
     """Keeps the editors ``editors()`` returns as ``settings`` say, and saves them by
-    themselves through ``save(tab)`` when autosave is on."""
+    themselves through ``save(tab)`` when autosave is on.
+
+    With ``settings`` None, the editors take ``options`` (the defaults when None) until
+    ``follow(settings)``: a window's first editor paints with the font read cheaply before the
+    settings load, and takes the rest of them just after."""
 
     def __init__(self, settings, editors: Callable[[], list[EditorTab]],
-                 save: Callable[[EditorTab], bool], parent: QObject | None = None):
+                 save: Callable[[EditorTab], bool], parent: QObject | None = None,
+                 options: EditorOptions | None = None):
         super().__init__(parent)
-        self.settings = settings
+        self.settings = None
         self._editors = editors
         self._save = save
         self.zoom = 0
-        self.options: EditorOptions = editor_options(settings)
+        self.options: EditorOptions = options or EditorOptions()
         self._timers: dict[int, QTimer] = {}
+        if settings is not None:
+            self.follow(settings)
+
+    def follow(self, settings) -> None:
+        """Show the editors as ``settings`` say, now and as they change, and start autosave."""
+        if self.settings is not None:
+            return
+        self.settings = settings
         settings.on_changed(self._on_settings_changed)
         QApplication.instance().focusChanged.connect(self._on_focus_changed)
+        self._apply()
 
     def attach(self, tab: EditorTab) -> None:
         """Apply the options to a newly opened tab and watch its edits for autosave."""
@@ -70,7 +85,10 @@ class EditorSettingsFollower(QObject):
             self._apply()
 
     def _apply(self) -> None:
-        options = editor_options(self.settings, self.zoom)
+        if self.settings is None:
+            options = replace(self.options, zoom=self.zoom)
+        else:
+            options = editor_options(self.settings, self.zoom)
         if options == self.options:
             return
         self.options = options
