@@ -11,7 +11,7 @@ import numpy as np
 
 from workbench.modeltools import model_files
 from workbench.modeltools.context import ToolContext
-from workbench.modeltools.conversion.source import Source
+from workbench.modeltools.conversion.source import Source, unknown_input_shape
 from workbench.modeltools.conversion.tensors import flat_tensors, shape_label, torch_threads
 from workbench.modeltools.errors import ModelToolError, ToolCancelled
 from workbench.modeltools.library_output import first_line
@@ -72,7 +72,7 @@ def example_inputs(source: Source, values: dict, typed_shape: tuple[int, ...] | 
         if source.code is None:
             where = "it lies outside a project, so no dataset tells it"
         elif source.code.adopted:
-            where = "its project trains with its own script, so no dataset Workbench reads tells it"
+            raise unknown_input_shape(source.path)
         else:
             where = "the project's dataset is not usable"
         raise ModelToolError(

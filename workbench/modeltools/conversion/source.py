@@ -36,6 +36,9 @@ def load_source(identified, values: dict, context: ToolContext, report: ToolRepo
     path = identified.path
     code, hparams = _project(path, identified.kind, context)
     if identified.kind == model_files.STATE_DICT:
+        if code.adopted and not values["input_shape"]:
+            # Nothing else can tell it: said before the model is built, which takes a while.
+            raise unknown_input_shape(path)
         return _load_weights(path, values, code, hparams, context)
     if values["model_factory"]:
         report.warnings.append(f"model_factory {values['model_factory']!r} was not used: "
@@ -70,6 +73,15 @@ def load_source(identified, values: dict, context: ToolContext, report: ToolRepo
     context.log(f"Loaded an ExportedProgram from {path.name}")
     return Source(path, identified.kind, module, program=program, example=example, code=code,
                   hparams=hparams)
+
+
+def unknown_input_shape(path: Path) -> ModelToolError:
+    """The error for weights of a project of the user's own training code given no input shape:
+    no dataset the tools read tells it, and weights carry no example inputs."""
+    return ModelToolError(
+        f"the input shape of {path} is unknown (its project trains with its own script, so no "
+        "dataset Workbench reads tells it, and weights carry no example inputs); give it with "
+        "--input-shape, batch first, e.g. --input-shape 1,3,224,224")
 
 
 def _project(path: Path, kind: str, context: ToolContext):

@@ -62,8 +62,9 @@ def sparsify_checkpoint(source: Path, target: Path, values: dict, sparsity: floa
     if not factory and code.adopted:
         from workbench.modeltools.project_classes import matching_class
 
-        factory, model, _used = matching_class(root, source, hparams, context.log)
-        context.log(f"Built {factory} (its keys and shapes match {shown.name})")
+        factory, model, used = matching_class(root, source, hparams, context.log)
+        taken = f"; with the run's {', '.join(f'{n}={hparams[n]!r}' for n in used)}" if used else ""
+        context.log(f"Built {factory} (its keys and shapes match {shown.name}){taken}")
     elif not factory:
         raise ModelToolError(f"no model factory for {shown}: set model_name in the "
                              "hyper-parameters or give --model-factory")
