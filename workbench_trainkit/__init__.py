@@ -65,6 +65,7 @@ _EXPORTS = {
     "restore": "checkpoint",
     "load_checkpoint": "checkpoint",
     "MetricsWriter": "metrics",
+    "log": "metrics",
     "StopFlag": "signals",
     "HParams": "hparams",
     "HParamsError": "hparams",

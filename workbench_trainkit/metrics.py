@@ -73,3 +73,26 @@ def _plain(value):
         return value
     value = float(value)
     return value if math.isfinite(value) else None
+
+
+_run_writer: MetricsWriter | None = None
+_run_writer_dir: str | None = None
+
+
+def log(step: int | None = None, **metrics) -> dict | None:
+    """Record ``metrics`` at ``step`` as curves of the Workbench run this script is: one line
+    for a script of one's own, with no session (``log(step=i, loss=loss, acc=acc)``; tensors
+    and NumPy numbers are taken as their values). Outside a Workbench run (no
+    ``WORKBENCH_RUN_DIR``) it does nothing, so the script runs the same in a terminal.
+
+    Once a script writes its records this way, Workbench takes its metrics from them (and from
+    TensorBoard event files) rather than from its printed lines. Returns the record written."""
+    global _run_writer, _run_writer_dir
+    run_dir = os.environ.get("WORKBENCH_RUN_DIR")
+    if not run_dir:
+        return None
+    if _run_writer is None or _run_writer_dir != run_dir:
+        if _run_writer is not None:
+            _run_writer.close()
+        _run_writer, _run_writer_dir = MetricsWriter(run_dir), run_dir
+    return _run_writer.write(step, **metrics)

@@ -116,3 +116,24 @@ def test_a_hydra_app_gets_its_overrides_in_hydras_own_syntax_and_runs(tmp_path):
                            "--set", "data.path=x.npz", "--json"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["state"] == "completed" and "lr=0.01 epochs=3" in done.stderr
+
+
+def test_one_line_of_workbench_trainkit_log_gives_a_script_of_ones_own_exact_curves(project):
+    from workbench.training import RunService, read_metrics
+
+    (project / "train.py").write_text(SCRIPT + '''
+import workbench_trainkit
+for step in range(1, 4):
+    workbench_trainkit.log(step=step, val_acc=0.25 * step, loss=1.0 / step)
+''')
+    service = RunService(project)
+    done = service.wait(service.start(overrides=["epochs=1"]).id, timeout=60)
+    assert done.state == "completed", done.error
+    records = [r for r in read_metrics(Path(done.run_dir) / "metrics.jsonl") if "val_acc" in r]
+    assert [(r["step"], r["val_acc"], r["loss"]) for r in records] == [(1, 0.25, 1.0), (2, 0.5, 0.5), (3, 0.75, 1 / 3)]
+    # Outside a Workbench run it does nothing: the script runs the same in a terminal.
+    alone = subprocess.run([sys.executable, "train.py", "--epochs", "1"], cwd=project, capture_output=True, text=True,
+                           timeout=60, env={k: v for k, v in __import__("os").environ.items()
+                                            if k != "WORKBENCH_RUN_DIR"})
+    assert alone.returncode == 0, alone.stderr
+    assert not (project / "metrics.jsonl").exists()
