@@ -115,6 +115,25 @@ def test_lightning_s_real_progress_and_results_table_become_records():
                        {"step": 4, "test_loss": 0.5870612859725952}]
 
 
+def test_pytorch_examples_train_and_test_lines_become_records_stepped_by_samples_seen():
+    records = _values(PrintedOutput().feed((FIXTURES / "pytorch_examples_mnist_stdout.log").read_text(), final=True))
+    train = [record for record in records if "loss" in record]
+    assert [record["step"] for record in train] == [epoch * 2048 + seen for epoch in (0, 1)
+                                                    for seen in range(0, 2048, 256)]
+    assert train[0] == {"step": 0, "epoch": 1, "loss": 2.292717}
+    assert train[8] == {"step": 2048, "epoch": 2, "loss": 0.00123}
+    tests = [record for record in records if "loss" not in record]
+    # Each epoch's test line goes at the step of the last train line before it.
+    assert tests == [{"step": 1792, "test_average_loss": 0.0, "test_accuracy": 1.0},
+                     {"step": 3840, "test_average_loss": 0.0, "test_accuracy": 1.0}]
+    assert read_line("Test set: Average loss: 0.0520, Accuracy: 9826/10000 (98%)") == {
+        "test_average_loss": 0.052, "test_accuracy": 0.9826}
+    assert read_line("Train Epoch: 0 [640/60000 (1%)]  Loss: 0.294") == {"step": 640, "epoch": 0, "loss": 0.294}
+    for near_miss in ("Train Epoch: 1 [640/60000 (1%)]", "Test set: 10000 images",
+                      "Test set: Average loss: 0.05, Accuracy: 9826/0 (98%)", "Test set: Seed: 42"):
+        assert read_line(near_miss) is None, near_miss
+
+
 def test_hugging_face_trainer_dicts_become_records_numbered_in_order():
     records = _values(PrintedOutput().feed((FIXTURES / "hf_trainer_stdout.log").read_text(), final=True))
     assert records == [{"step": 1, "epoch": 0.5, "loss": 0.6931, "grad_norm": 2.1843, "learning_rate": 4.5e-05},

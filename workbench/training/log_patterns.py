@@ -56,6 +56,7 @@ class LogState:
     epoch: int | None = None
     epochs: int | None = None
     in_results_table: bool = False
+    first_epoch: int | None = None  # the epoch of the first "Train Epoch: 1 [0/60000 (0%)]" line
     pattern: str = ""   # the name of the pattern that read the last line
 
 
@@ -156,6 +157,55 @@ def _with_whole_positions(record: dict) -> dict | None:
     if "step" not in record and batch is not None and batches and "epoch" in record:
         record["step"] = (record["epoch"] - (1 if from_1 else 0)) * batches + batch
     return record
+
+
+# --- PyTorch's examples: "Train Epoch: 1 [640/60000 (1%)]\tLoss: 0.29" and "Test set: ..." ------
+
+_SAMPLES_LINE = re.compile(
+    r"^(?:Train(?:ing)?\s+)?Epoch:?\s*(?P<epoch>\d+)\s*\[\s*(?P<seen>\d+)\s*/\s*(?P<total>\d+)\s*"
+    r"(?:\(\s*\d+(?:\.\d+)?\s*%\s*\))?\s*\]\s*[:,|-]?\s*(?P<rest>.+)$", re.IGNORECASE)
+_SET_LINE = re.compile(r"^(?P<set>test|val|valid|validation|eval|evaluation)\s+set\s*:\s*(?P<rest>.+)$",
+                       re.IGNORECASE)
+# "Accuracy: 9826/10000 (98%)": the count gives the fraction more exactly than the rounded percent.
+_SET_ITEM = re.compile(
+    rf"^(?P<name>[A-Za-z][\w ]*?)\s*:\s*(?:(?P<hits>\d+)\s*/\s*(?P<of>\d+)(?:\s*\(\s*{_NUMBER}\s*%\s*\))?"
+    rf"|{_VALUE}\s*%?)$", re.IGNORECASE)
+_SET_PREFIX = {"test": "test_", "val": "val_", "valid": "val_", "validation": "val_", "eval": "eval_",
+               "evaluation": "eval_"}
+
+
+def _read_samples_line(line: str, state: LogState) -> dict | None:
+    found = _SAMPLES_LINE.match(line)
+    if found is None:
+        return None
+    values = _read_colon_pairs(found.group("rest"), state)
+    if not values or "step" in values or "epoch" in values:
+        return None
+    epoch, seen, total = int(found.group("epoch")), int(found.group("seen")), int(found.group("total"))
+    if state.first_epoch is None:
+        state.first_epoch = epoch  # range(1, epochs + 1) in the examples; some scripts count from 0
+    # The step is the samples seen since the start, so epochs of any length line up.
+    return {"step": (epoch - state.first_epoch) * total + seen, "epoch": epoch, **values}
+
+
+def _read_set_line(line: str, state: LogState) -> dict | None:
+    found = _SET_LINE.match(line)
+    if found is None:
+        return None
+    prefix = _SET_PREFIX[found.group("set").lower()]
+    record: dict = {}
+    for item in re.split(r"\s*[,;|]\s*", found.group("rest").strip()):
+        pair = _SET_ITEM.match(item)
+        if pair is None or not _reads_as_metric(pair.group("name")):
+            return None
+        name = prefix + re.sub(r"\s+", "_", pair.group("name").strip()).lower()
+        if pair.group("hits") is not None:
+            if int(pair.group("of")) == 0:
+                return None
+            record[name] = int(pair.group("hits")) / int(pair.group("of"))
+        else:
+            record[name] = _number(pair.group("value"))
+    return record or None
 
 
 # --- Keras: "Epoch 3/10" then "50/50 [====] - 1s 2ms/step - loss: 0.12 - acc: 0.95" -----------
@@ -301,6 +351,9 @@ PATTERNS: tuple[LinePattern, ...] = (
     LinePattern("printed dict (Hugging Face Trainer)", "{'loss': 0.6931, 'learning_rate': 5e-05, 'epoch': 0.5}",
                 _read_printed_dict),
     LinePattern("results table (Lightning test/validate)", "│  test_loss  │  0.587  │", _read_results_table),
+    LinePattern("PyTorch examples' train line", "Train Epoch: 1 [640/60000 (1%)]\tLoss: 0.294", _read_samples_line),
+    LinePattern("PyTorch examples' test line", "Test set: Average loss: 0.0520, Accuracy: 9826/10000 (98%)",
+                _read_set_line),
     LinePattern("name: value pairs", "Epoch [1/5], Step [100/600], Loss: 0.2235 | acc: 0.91", _read_colon_pairs),
 )
 
