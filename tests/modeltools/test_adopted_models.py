@@ -273,3 +273,52 @@ def test_a_lightning_checkpoint_converts_the_network_its_module_holds(tmp_path):
     assert "lit:Classifier fits too; converting the network it holds, model:Net" in logged(events)
     assert "Built model:Net (its keys and shapes match last.ckpt)" in logged(events)
     assert report.figures["max_abs_diff"] < 1e-4
+
+
+# Lightning's LightningModule quickstart: the networks are built at module level and passed in,
+# and the module defines training_step but no forward.
+AUTOENCODER_CODE = '''\
+import lightning as L
+from torch import nn
+
+encoder = nn.Sequential(nn.Flatten(), nn.Linear(16, 4), nn.ReLU(), nn.Linear(4, 3))
+decoder = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 16))
+
+
+class LitAutoEncoder(L.LightningModule):
+    def __init__(self, encoder, decoder, lr=1e-3):
+        super().__init__()
+        self.encoder = encoder
+        self.decoder = decoder
+        self.lr = lr
+
+    def training_step(self, batch, batch_idx):
+        return nn.functional.mse_loss(self.decoder(self.encoder(batch)), batch.flatten(1))
+'''
+
+
+def test_a_quickstart_autoencoder_is_built_with_its_module_s_networks_and_asked_for_a_forward(tmp_path):
+    import torch
+
+    root = make_project(tmp_path / "mine")
+    (root / "lit.py").write_text(AUTOENCODER_CODE)
+    torch.manual_seed(1)
+    state = {f"{part}.{key}": torch.randn_like(value)
+             for part, net in (("encoder", torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 4),
+                                                                torch.nn.ReLU(), torch.nn.Linear(4, 3))),
+                               ("decoder", torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(),
+                                                                torch.nn.Linear(4, 16))))
+             for key, value in net.state_dict().items()}
+    weights = root / "runs" / RUN_ID / "last.ckpt"
+    torch.save({"epoch": 1, "state_dict": state}, weights)
+    with pytest.raises(ModelToolError, match=r"LitAutoEncoder has no forward\(\), so there is nothing to run and "
+                                             r"convert .* def forward\(self, x\): return self.encoder\(x\)"):
+        convert({"model": str(weights)})
+
+    # The user adds a forward (in a module of a new name: this process imported lit.py already).
+    (root / "lit.py").unlink()
+    (root / "autoencoder.py").write_text(AUTOENCODER_CODE + "\n    def forward(self, x):\n        return self.encoder(x)\n")
+    events = []
+    report = convert({"model": str(weights), "output": str(tmp_path / "encoder.onnx")}, events)
+    assert "Built autoencoder:LitAutoEncoder (its keys and shapes match last.ckpt)" in logged(events)
+    assert onnx_output_size(tmp_path / "encoder.onnx") == 3 and report.figures["max_abs_diff"] < 1e-4

@@ -258,7 +258,8 @@ def listed(classes: list[ModelClass], most: int = 12) -> str:
 
 def build_class(cls, factory: str, recorded: dict, where: str):
     """An instance of ``cls``, called with the keyword arguments of its __init__ that
-    ``recorded`` (the run's values) has, its defaults for the others; returns (model, the names
+    ``recorded`` (the run's values) has, its defaults for the others, and for a required one
+    nobody recorded the network of that name its module defines; returns (model, the names
     taken from ``recorded``). ModelToolError naming a required argument nobody can fill."""
     import inspect
 
@@ -273,7 +274,11 @@ def build_class(cls, factory: str, recorded: dict, where: str):
         if parameter.name in recorded:
             arguments[parameter.name] = recorded[parameter.name]
         elif parameter.default is parameter.empty:
-            missing.append(parameter.name)
+            network = _module_level_network(cls, parameter.name)
+            if network is not None:
+                arguments[parameter.name] = network
+            else:
+                missing.append(parameter.name)
     if missing:
         them = "it" if len(missing) == 1 else "them"
         raise ModelToolError(
@@ -291,7 +296,19 @@ def build_class(cls, factory: str, recorded: dict, where: str):
                              "in the project's code") from None
     if not hasattr(model, "state_dict"):
         raise ModelToolError(f"{factory} is not a torch.nn.Module; give a model class")
-    return model, list(arguments)
+    return model, [name for name in arguments if name in recorded]
+
+
+def _module_level_network(cls, name: str):
+    """A copy of the network its module defines at top level under ``name``, as Lightning's
+    quickstart does (``encoder = nn.Sequential(...)`` beside ``LitAutoEncoder(encoder, ...)``);
+    None when there is none. A copy: loading the weights must not change the module's own."""
+    import copy
+
+    value = getattr(sys.modules.get(cls.__module__), name, None)
+    if value is None or isinstance(value, type) or not callable(getattr(value, "state_dict", None)):
+        return None
+    return copy.deepcopy(value)
 
 
 def matching_class(root: Path, weights: Path, recorded: dict, log=lambda text: None):

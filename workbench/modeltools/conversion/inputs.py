@@ -89,15 +89,35 @@ def example_inputs(source: Source, values: dict, typed_shape: tuple[int, ...] | 
     return shape, example, data
 
 
+def _has_own_forward(module) -> bool:
+    """Whether a class of the user's defines the forward that runs: torch's and Lightning's
+    own (LightningModule only passes on to torch's, which raises) are not one."""
+    import torch
+
+    for cls in type(module).__mro__:
+        if "forward" in vars(cls):
+            return not (cls is torch.nn.Module or cls.__module__.startswith(("lightning.", "pytorch_lightning.")))
+    return False
+
+
 def dry_run(source: Source, example: tuple, typed_shape: tuple[int, ...] | None = None):
     """Run the model once on the example: the outputs (tensors) and their names. A model that
     fails here gets a message about its input, not an exporter's stack; the input is named as
     the user typed it when it came from --input-shape (the example may hold a larger batch)."""
     import torch
 
+    module = source.module
+    if isinstance(module, torch.nn.Module) and not _has_own_forward(module):
+        # Lightning's quickstart defines training_step only: a forward the user must write.
+        held = [name for name, _ in module.named_children()]
+        suggestion = f", e.g. def forward(self, x): return self.{held[0]}(x)" if held else ""
+        raise ModelToolError(
+            f"{source.path}: {type(module).__name__} has no forward(), so there is nothing to run "
+            f"and convert (a LightningModule's training_step is not one); give "
+            f"{type(module).__name__} a forward() that runs what should be deployed{suggestion}")
     try:
         with torch.no_grad(), torch_threads(1):
-            result = source.module(*example)
+            result = module(*example)
     except ToolCancelled:
         raise
     except Exception as exc:
