@@ -134,6 +134,30 @@ def test_pytorch_examples_train_and_test_lines_become_records_stepped_by_samples
         assert read_line(near_miss) is None, near_miss
 
 
+def test_lightning_s_bar_read_as_it_arrives_gives_one_record_a_step_with_that_step_s_value():
+    # Lightning draws a new step's count before its loss: read live, in pieces, the first state
+    # of each step shows the step before's loss and must not become a record of its own.
+    stdout = (FIXTURES / "lightning_stdout.log").read_bytes().decode()
+    stderr = (FIXTURES / "lightning_stderr.log").read_bytes().decode()
+    whole = PrintedOutput()
+    expected = _values(whole.feed(stderr, "stderr", final=True) + whole.feed(stdout, "stdout", final=True))
+    for size in (1, 7, 40):
+        live, records = PrintedOutput(), []
+        for stream, text in (("stderr", stderr), ("stdout", stdout)):
+            for start in range(0, len(text), size):
+                records += live.feed(text[start:start + size], stream)
+            records += live.feed("", stream, final=True)
+        assert _values(records) == expected, size
+    bar = "Epoch 0:  {n}%|█| {n}/100 [00:01<00:04, 15.4it/s, v_num=0, train_loss={loss}]\r"
+    live = PrintedOutput()
+    records = live.feed(bar.format(n=23, loss=0.0859)) + live.feed(bar.format(n=24, loss=0.0859))
+    records += live.feed(bar.format(n=24, loss=0.085)) + live.feed(bar.format(n=25, loss=0.085))
+    records += live.feed(bar.format(n=26, loss=0.085))  # a value that stays: step 25 is recorded then
+    assert _values(records) == [{"step": 23, "epoch": 0, "train_loss": 0.0859},
+                                {"step": 24, "epoch": 0, "train_loss": 0.085},
+                                {"step": 25, "epoch": 0, "train_loss": 0.085}]
+
+
 def test_hugging_face_trainer_dicts_become_records_numbered_in_order():
     records = _values(PrintedOutput().feed((FIXTURES / "hf_trainer_stdout.log").read_text(), final=True))
     assert records == [{"step": 1, "epoch": 0.5, "loss": 0.6931, "grad_norm": 2.1843, "learning_rate": 4.5e-05},

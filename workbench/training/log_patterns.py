@@ -457,6 +457,10 @@ class PrintedOutput:
         self._pending: dict[str, str] = {}
         self._last: dict = {}         # the values last recorded, for one step
         self._bar_values: dict = {}   # the values bars showed last
+        # A bar moved to a new step still showing the last step's values (Lightning redraws
+        # the count before the postfix): held until the redraw, or the next step, gives them.
+        self._held_bar: dict | None = None
+        self._bar_step_values: tuple = (None, {})  # the last bar step recorded and its values
 
     def feed(self, text: str, stream: str = "stdout", final: bool = False) -> list[dict]:
         """The records of the states completed by ``text`` (all of them when ``final``)."""
@@ -472,6 +476,8 @@ class PrintedOutput:
             records += self._states(done.split("\r"))
             pending = "\r" + pending
         self._pending[stream] = pending
+        if final:
+            records += self._release_held_bar()
         return records
 
     def _states(self, states: list[str]) -> list[dict]:
@@ -487,10 +493,29 @@ class PrintedOutput:
             later = read[index + 1][0] if index + 1 < len(read) else None
             if later is not None and "step" in values and later.get("step") == values["step"]:
                 continue  # the bar redrew this step: its last state counts
+            if self._held_bar is not None and (not from_bar or self._held_bar["step"] != values.get("step")):
+                records += self._release_held_bar()
+            if from_bar and "step" in values:
+                shown = {name: value for name, value in values.items() if name not in POSITION_NAMES}
+                last_step, last_shown = self._bar_step_values
+                if values["step"] != last_step and shown == last_shown:
+                    self._held_bar = values
+                    continue
+                self._held_bar = None
+                self._bar_step_values = (values["step"], shown)
             record = self._record(values, from_bar)
             if record is not None:
                 records.append(record)
         return records
+
+    def _release_held_bar(self) -> list[dict]:
+        """The record of the held bar state: its values did not change after all."""
+        values, self._held_bar = self._held_bar, None
+        if values is None:
+            return []
+        self._bar_step_values = (values["step"], {k: v for k, v in values.items() if k not in POSITION_NAMES})
+        record = self._record(values, True)
+        return [record] if record is not None else []
 
     def _record(self, values: dict, from_bar: bool) -> dict | None:
         if from_bar:
