@@ -66,6 +66,24 @@ def test_small_losses_show_four_significant_digits_in_columns_wide_enough_for_th
     assert table.topLevelItem(0).toolTip(COLUMN_LOSS) == "-1.2346e-07"  # every digit on hover
 
 
+def test_runs_of_a_project_of_one_s_own_show_the_metrics_they_log_in_the_metric_columns(qtbot, tmp_path):
+    table = RunsTable()
+    qtbot.addWidget(table)
+    metric_columns = (COLUMN_LOSS, COLUMN_ACC, COLUMN_VAL_ACC)
+    headers = lambda: [table.headerItem().text(column) for column in metric_columns]
+    table.set_rows([RunRow(run_info(tmp_path, "20260101-000002-000", state="running", final_metrics={}), False),
+                    RunRow(run_info(tmp_path, "20260101-000001-000", final_metrics={
+                        "loss": 0.0023, "test_average_loss": 0.0, "test_accuracy": 1.0}), False)])
+    # A standard name keeps its place; the others fill the columns it leaves.
+    assert headers() == ["loss", "test_average_loss", "test_accuracy"]
+    assert [table.topLevelItem(1).text(column) for column in metric_columns] == ["0.0023", "0", "1"]
+
+    table.set_rows([RunRow(run_info(tmp_path, "20260101-000002-000", state="running", final_metrics={}), False)])
+    assert headers() == ["loss", "acc", "val_acc"]  # no metric yet: the usual names
+    table.show_live_metrics("20260101-000002-000", {"step": 3, "train_loss": 0.0837})  # Lightning's name
+    assert headers()[0] == "train_loss" and table.topLevelItem(0).text(COLUMN_LOSS) == "0.0837"
+
+
 def test_the_cut_off_source_column_has_the_whole_text_in_its_tooltip(qtbot, tmp_path):
     table = RunsTable()
     qtbot.addWidget(table)

@@ -353,7 +353,11 @@ def _hint(info, command: str, *rest: str) -> str:
 
 
 def _metrics_text(final: dict) -> str:
+    from workbench.training.metrics import shown_metric_names
+
     names = [name for name in METRIC_COLUMNS if name in final]
+    if not names:  # a project of one's own: its names (train_loss, test_accuracy, ...)
+        names = [name for name in shown_metric_names([final], (), 3)]
     return " ".join(f"{name}={_number(final[name])}" for name in names)
 
 

@@ -149,6 +149,22 @@ def update_final(final: dict, records: Iterable[dict]) -> dict:
     return final_metrics([final, *records])
 
 
+def shown_metric_names(finals: Iterable[dict], preferred: tuple[str, ...], count: int) -> list[str]:
+    """The ``count`` metric names a list of runs shows (its few metric columns): the
+    ``preferred`` names some run has, then the others by how many runs have them (a project of
+    one's own logs ``train_loss`` or ``test_accuracy``, not the template's names), then unused
+    preferred names to fill the columns; in ``preferred``'s order first."""
+    runs_with: dict[str, int] = {}
+    for final in finals:
+        for name in final:
+            if name not in POSITION_NAMES:
+                runs_with[name] = runs_with.get(name, 0) + 1
+    names = [name for name in preferred if name in runs_with]
+    names += sorted((name for name in runs_with if name not in names), key=lambda name: -runs_with[name])
+    names += [name for name in preferred if name not in names]
+    return names[:count]
+
+
 def format_record(record: dict) -> str:
     """One metrics.jsonl line (with its newline); NaN and infinities are written as null."""
     clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in record.items()}

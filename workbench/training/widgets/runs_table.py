@@ -11,12 +11,16 @@ from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QIcon, QPainter, QPixmap
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTreeWidget, QTreeWidgetItem, QWidget
 
+from workbench.training.metrics import shown_metric_names
 from workbench.training.run_text import problem_text, state_text
 from workbench.training.widgets.comparison import format_value
 
 COLUMNS = ("Run", "State", "Hyper-parameters", "Started", "Duration", "loss", "acc", "val_acc")
 (COLUMN_RUN, COLUMN_STATE, COLUMN_SOURCE, COLUMN_STARTED, COLUMN_DURATION,
  COLUMN_LOSS, COLUMN_ACC, COLUMN_VAL_ACC) = range(len(COLUMNS))
+# The three metric columns show these names when the runs have them; runs that log other names
+# (a project of one's own: train_loss, test_accuracy) get theirs, and the header says which.
+PREFERRED_METRICS = ("loss", "acc", "val_acc")
 METRIC_COLUMNS = {COLUMN_LOSS: "loss", COLUMN_ACC: "acc", COLUMN_VAL_ACC: "val_acc"}
 STATE_COLOURS = {
     "starting": "#4a90d9", "running": "#1a73e8", "stopping": "#e0a000", "stopped": "#8a8a8a",
@@ -115,7 +119,25 @@ class RunsTable(QTreeWidget):
         self._live: dict[str, dict] = {}
         self._selected: list[str] = []
         self._extra: dict[int, tuple] = {}
+        self._metric_names = dict(METRIC_COLUMNS)  # column -> the metric it shows
+        self._infos: dict[str, object] = {}
         self.itemSelectionChanged.connect(self._on_selection)
+
+    def metric_names(self) -> list[str]:
+        """The metric each metric column shows, in column order."""
+        return list(self._metric_names.values())
+
+    def _choose_metric_columns(self) -> bool:
+        """Point the metric columns at the names the listed runs have; True when they changed."""
+        finals = [{**(info.final_metrics or {}), **self._live.get(run_id, {})} for run_id, info in self._infos.items()]
+        names = shown_metric_names(finals, PREFERRED_METRICS, len(METRIC_COLUMNS))
+        chosen = dict(zip(METRIC_COLUMNS, names))
+        if chosen == self._metric_names:
+            return False
+        self._metric_names = chosen
+        for column, name in chosen.items():
+            self.headerItem().setText(column, name)
+        return True
 
     def add_column(self, title: str, text_of, tooltip_of=None, after: int = COLUMN_STATE, width: int = 90) -> int:
         """Another capability's column (the cluster's "Cluster", "Job"…): ``text_of(info)`` and
@@ -158,6 +180,10 @@ class RunsTable(QTreeWidget):
                 self._fill(item, row)
         finally:
             self.blockSignals(blocked)
+        self._infos = {row.id: row.info for row in rows}
+        if self._choose_metric_columns():
+            for row in rows:
+                self._fill(self._items[row.id], row)
         for column in self._extra:
             self.setColumnHidden(column, not any(item.text(column) for item in self._items.values()))
         self._on_selection()
@@ -185,7 +211,7 @@ class RunsTable(QTreeWidget):
         metrics = dict(info.final_metrics or {})
         if info.is_active:
             metrics.update(self._live.get(info.id, {}))
-        for column, name in METRIC_COLUMNS.items():
+        for column, name in self._metric_names.items():
             self._set_metric(item, column, metrics.get(name))
         for column, (text_of, tooltip_of) in self._extra.items():
             item.setText(column, text_of(info) or "")
@@ -197,7 +223,14 @@ class RunsTable(QTreeWidget):
         item = self._items.get(run_id)
         if item is None:
             return
-        for column, name in METRIC_COLUMNS.items():
+        if self._choose_metric_columns():  # the first values of a run that logs other names
+            for other_id, other in self._items.items():
+                for column, name in self._metric_names.items():
+                    info = self._infos.get(other_id)
+                    values = {**(getattr(info, "final_metrics", None) or {}), **self._live.get(other_id, {})}
+                    self._set_metric(other, column, values.get(name))
+            return
+        for column, name in self._metric_names.items():
             if name in final:
                 self._set_metric(item, column, final[name])
 
