@@ -77,6 +77,8 @@ def test_runs_of_a_project_of_one_s_own_show_the_metrics_they_log_in_the_metric_
     # A standard name keeps its place; the others fill the columns it leaves.
     assert headers() == ["loss", "test_average_loss", "test_accuracy"]
     assert [table.topLevelItem(1).text(column) for column in metric_columns] == ["0.0023", "0", "1"]
+    for column in metric_columns:  # the header's name is not cut
+        assert table.columnWidth(column) > table.header().fontMetrics().horizontalAdvance(table.headerItem().text(column))
 
     table.set_rows([RunRow(run_info(tmp_path, "20260101-000002-000", state="running", final_metrics={}), False)])
     assert headers() == ["loss", "acc", "val_acc"]  # no metric yet: the usual names

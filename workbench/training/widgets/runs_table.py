@@ -137,6 +137,10 @@ class RunsTable(QTreeWidget):
         self._metric_names = chosen
         for column, name in chosen.items():
             self.headerItem().setText(column, name)
+            # The whole name in the header: "test_accuracy" is wider than its values.
+            needed = self.header().fontMetrics().horizontalAdvance(name) + 2 * METRIC_PADDING
+            if self.columnWidth(column) < needed:
+                self.setColumnWidth(column, needed)
         return True
 
     def add_column(self, title: str, text_of, tooltip_of=None, after: int = COLUMN_STATE, width: int = 90) -> int:
