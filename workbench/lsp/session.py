@@ -511,9 +511,12 @@ class LanguageSession:
                 self._held = [held for held in self._held if held.kind != request.kind]
             self._held.append(request)
             return
-        if not self._is_current(request):
+        if not self._is_current(request) and request.extra.get("on_stale") is None:
             self._deliver_stale(request)
             return
+        # A completion typed past before it went out is still asked (about the text as it is
+        # now, at the name's start): its answer serves the rest of the name through on_stale.
+        # Dropped here, a fast typist after a dot got no list until they paused.
         if request.kind in TYPING_KINDS and request.kind in self._busy:
             replaced = self._waiting.get(request.kind)
             self._waiting[request.kind] = request
