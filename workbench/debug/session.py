@@ -109,6 +109,7 @@ class DebugSession:
         self._configured = False
         self._initialized = threading.Event()
         self._ended = threading.Event()
+        self._let_go = threading.Event()  # set once its connection and adapter are closed
         self._stops: queue.Queue = queue.Queue()
         self._generation = 0
         self._stopped_once = False
@@ -475,17 +476,25 @@ class DebugSession:
             pass  # closed: nothing more is done for this session
 
     def _shut_down(self) -> None:
-        client = self.client
-        if client is not None and not client.closed:
-            try:
-                client.request("disconnect", {"terminateDebuggee": not self.keeps_program}, timeout=3.0)
-            except DebugError:
-                pass
-            client.close()
-        if self.adapter is not None:
-            self.adapter.stop()
-        if not self.keeps_program:
-            self._kill_program()
+        try:
+            client = self.client
+            if client is not None and not client.closed:
+                try:
+                    client.request("disconnect", {"terminateDebuggee": not self.keeps_program}, timeout=3.0)
+                except DebugError:
+                    pass
+                client.close()
+            if self.adapter is not None:
+                self.adapter.stop()
+            if not self.keeps_program:
+                self._kill_program()
+        finally:
+            self._let_go.set()
+
+    def wait_let_go(self, timeout: float) -> bool:
+        """Wait until the session has closed its connection (a program it kept running, such as
+        a console's kernel, takes another debugger only then); whether it has."""
+        return self._let_go.wait(timeout)
 
     def _kill_program(self) -> None:
         """debugpy starts the program in a process group of its own; when the adapter died

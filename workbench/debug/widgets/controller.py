@@ -23,6 +23,7 @@ from workbench.debug.model import ENDED, RUNNING, STARTING, STOPPED, SessionEnd,
 from workbench.debug.session import DebugSession, SessionListener
 
 IDLE = "idle"
+LET_GO_TIMEOUT_S = 5.0  # the last session's disconnect waits at most 3 s for the adapter
 
 
 class _Bridge(QObject, SessionListener):
@@ -243,6 +244,7 @@ class DebugController(QObject):
         for kept in (self._relaunches, self._when_running, self._after_stop, self._device_runs):
             for old in [s for s in kept if s is not session and s is not self.session]:
                 del kept[old]
+        previous = self.session
         self.session = session
         self._holder[:] = [session]
         self.results = {}
@@ -250,7 +252,15 @@ class DebugController(QObject):
         self.last_end = None
         self._select(None)
         self._set_state(STARTING)
-        self.tasks.run(f"debug.start.{next(self._keys)}", session.start,
+
+        def start() -> None:
+            # The last session says it ended before it has let go of its connection: a console's
+            # kernel, attached again at once, answered "already being debugged".
+            if previous is not None and previous.end is not None:
+                previous.wait_let_go(LET_GO_TIMEOUT_S)
+            session.start()
+
+        self.tasks.run(f"debug.start.{next(self._keys)}", start,
                        on_error=lambda exc, s=session: self._start_failed(s, exc), title=f"Starting {session.name}")
 
     def _start_failed(self, session: DebugSession, exc: Exception) -> None:
