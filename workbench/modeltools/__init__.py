@@ -42,7 +42,7 @@ _WHERE = {
     "from_project": "data",
     "load_npz": "data",
     "ProjectCode": "project_code",
-    "find_project_root": "project_code",
+    "find_project_root": "project_root",
     # Running models and comparing them
     "ModelSession": "runtimes",
     "open_model": "runtimes",
@@ -68,7 +68,8 @@ if TYPE_CHECKING:
     from workbench.modeltools.measure import accuracy, agreement, cosine_distance, latency, max_abs_diff
     from workbench.modeltools.outputs import atomic_output, check_output, default_output, file_size
     from workbench.modeltools.params import Param, ToolInvocation, ToolSpec
-    from workbench.modeltools.project_code import ProjectCode, find_project_root
+    from workbench.modeltools.project_code import ProjectCode
+    from workbench.modeltools.project_root import find_project_root
     from workbench.modeltools.registry import all_tools, get_tool
     from workbench.modeltools.report import ReportPlot, ReportTable, ToolReport
     from workbench.modeltools.running import run_tool

@@ -370,7 +370,7 @@ def factory_suggestions(project: Path | None, model: Path | None) -> list[str]:
     if model is None:
         return []
     if project is None:
-        from workbench.modeltools.project_code import find_project_root
+        from workbench.modeltools.project_root import find_project_root
 
         project = find_project_root(Path(model).parent)
         if project is None:

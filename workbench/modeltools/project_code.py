@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.modeltools.errors import ModelToolError
+from workbench.modeltools.project_root import find_project_root  # noqa: F401 (a name of this module)
 from workbench.modeltools.project_classes import (
     ADOPTED_STYLES,
     build_class,
@@ -33,15 +34,6 @@ from workbench.modeltools.project_classes import (
 from workbench.modeltools.state_dicts import load_into
 
 RUNS_FOLDER = "runs"
-
-
-def find_project_root(start: Path) -> Path | None:
-    """The nearest folder at or above ``start`` holding a ``workbench.toml``."""
-    start = Path(start).resolve()
-    for folder in (start, *start.parents) if start.is_dir() else start.parents:
-        if (folder / "workbench.toml").is_file():
-            return folder
-    return None
 
 
 class ProjectCode:
