@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 from workbench.adopt.errors import AdoptError
-from workbench.adopt.parameter import ScriptParameter
+from workbench.adopt.parameter import ScriptParameter, kind_of_values
 
 HELP_TIMEOUT_S = 10.0
 _OPTION_LINE = re.compile(r"^ {1,4}(-\S.*?)(?: {2,}(\S.*))?$")
@@ -95,7 +95,7 @@ def _option(spec: str, help_text: str, required_flags: set[str]) -> ScriptParame
     else:
         action = ""
         default = _value(default_text)
-        kind = "list" if "..." in metavar else _kind_of(default, choices)
+        kind = "list" if "..." in metavar else kind_of_values(default, choices)
     return ScriptParameter(name=flag.lstrip("-").replace("-", "_"), type=kind, default=default, help=help_text,
                            choices=choices, required=flag in required_flags, flag=flag, action=action,
                            nargs="+" if kind == "list" else "")
@@ -117,17 +117,6 @@ def _required_in_usage(text: str) -> set[str]:
         elif depth == 0 and token.startswith("-"):
             required.add(token)
     return required
-
-
-def _kind_of(default, choices) -> str:
-    for value in (default, *(choices or ())):
-        if isinstance(value, bool):
-            return "bool"
-        if isinstance(value, int):
-            return "int"
-        if isinstance(value, float):
-            return "float"
-    return "str"
 
 
 def _value(text: str | None):

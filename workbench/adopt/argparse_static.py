@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from workbench.adopt.parameter import ScriptParameter
+from workbench.adopt.parameter import ScriptParameter, kind_of_values
 
 _TYPE_NAMES = {"int": "int", "float": "float", "str": "str", "bool": "bool", "Path": "str", "pathlib.Path": "str"}
 _GROUP_MAKERS = {"add_argument_group", "add_mutually_exclusive_group"}
@@ -174,14 +174,7 @@ def _type_of(node: ast.expr | None, action: str, nargs: str, default, choices) -
         return "list"
     if node is not None:
         return _TYPE_NAMES.get(ast.unparse(node), "str")
-    for value in (default, *(choices or ())):
-        if isinstance(value, bool):
-            return "bool"
-        if isinstance(value, int):
-            return "int"
-        if isinstance(value, float):
-            return "float"
-    return "str"
+    return kind_of_values(default, choices)
 
 
 def _literal(node: ast.expr | None, otherwise):

@@ -8,6 +8,18 @@ from typing import Any
 TYPES = ("bool", "int", "float", "str", "list")
 
 
+def kind_of_values(default, choices=()) -> str:
+    """The type a parameter's default (else its first typed choice) shows it takes."""
+    for value in (default, *(choices or ())):
+        if isinstance(value, bool):
+            return "bool"
+        if isinstance(value, int):
+            return "int"
+        if isinstance(value, float):
+            return "float"
+    return "str"
+
+
 @dataclass(frozen=True)
 class ScriptParameter:
     """A hyper-parameter as the Train dialog shows it and a run passes it.
