@@ -25,7 +25,7 @@ class ScriptArguments:
     """What a run of an adopted script passes and records."""
 
     values: dict            # every parameter with a value: the defaults, then the overrides
-    explicit: list[str]     # the names the overrides set, in their order
+    explicit: list[str]     # the names set for this run (a resumed run's, then the overrides), in order
     argv: list[str]         # the script's arguments
 
 
@@ -54,7 +54,6 @@ def script_arguments(project_dir: Path, settings: dict, overrides=(), earlier: d
     for name, value in (earlier or {}).items():
         if name in by_name:
             chosen[by_name[name].name] = value
-    explicit: list[str] = []  # the overrides' names, to say an unknown one once
     for override in overrides:
         key, sep, text = str(override).partition("=")
         key = key.strip()
@@ -65,8 +64,6 @@ def script_arguments(project_dir: Path, settings: dict, overrides=(), earlier: d
             raise TrainingError(f"Not started: {script} has no hyper-parameter {key!r}{_did_you_mean(key, by_name)}. "
                                 f"Its hyper-parameters: {_names(parameters)}.")
         chosen[parameter.name] = _typed(parameter, text.strip(), script)
-        if parameter.name not in explicit:
-            explicit.append(parameter.name)
     values.update(chosen)
     missing = [p for p in parameters if p.required and p.name not in chosen]
     if missing:
