@@ -42,10 +42,10 @@ CAPABILITY_MAY_IMPORT: dict[str, set[str]] = {
     # Adopting a folder of one's own training code: its entry points and the script's
     # hyper-parameters; training asks it for them at Train time.
     "adopt": {"project"},
-    "training": {"project", "editor", "git", "ipc", "adopt"},
-    "modeltools": {"project", "ipc"},
+    "training": {"project", "editor", "git", "ipc", "adopt", "registry"},
+    "modeltools": {"project", "ipc", "registry"},
     "cluster": {"project", "git", "training", "modeltools", "ipc"},
-    "device": {"project", "modeltools", "ipc"},
+    "device": {"project", "modeltools", "ipc", "registry"},
     # The IDE: a console bound to the project's kernel, a language server client beside the
     # editor, and a debugger that runs scripts, training and device scripts.
     "console": {"project", "editor"},
@@ -54,6 +54,11 @@ CAPABILITY_MAY_IMPORT: dict[str, set[str]] = {
     # Finding things: Quick Open over a kept list of the project's files, Find and Replace in
     # Files over ripgrep.
     "search": {"project", "editor"},
+    # Versions: dataset manifests and the model registry. Training registers what a run made and
+    # trains on a version; the model tools file their variants under a version; the device
+    # records verifications; the registry itself needs only the project (and the interpreter
+    # that runs the project's code, which adopt knows).
+    "registry": {"project", "adopt"},
 }
 
 # The shell builds windows from capabilities it finds through ui/capabilities.py (strings), so it

@@ -122,8 +122,8 @@ BREAKS = {
         {"platform/processes.py": "def alive():\n    from PySide6.QtCore import QProcess\n"},
         "the Qt-free foundation imports no Qt"),
     "a folder the table does not know": (
-        {"registry/versions.py": ""},
-        "workbench/registry is in no row of the layering table"),
+        {"telemetry/versions.py": ""},
+        "workbench/telemetry is in no row of the layering table"),
 }
 
 

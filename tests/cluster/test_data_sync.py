@@ -17,7 +17,7 @@ from workbench.cluster.connection import ClusterConnection
 from workbench.cluster.data_selection import DataSettings, excluded_by, read_data_settings, select_data
 from workbench.cluster.data_sync import SyncProgress, plan_sync, sync_data
 from workbench.cluster.errors import ClusterError, ConnectionLost
-from workbench.cluster.manifest import HashCache
+from workbench.project.project_file import data_hash_cache
 from workbench.cluster.profiles import ClusterProfile
 from workbench.project.project_file import project_key
 from workbench.tasks import CancelToken, Cancelled
@@ -273,7 +273,7 @@ def test_changing_only_the_modification_time_sends_nothing_but_refreshes_the_has
     report = sync_data(conn, project, profile)
 
     assert (report.files_sent, report.bytes_sent, report.files_unchanged) == (0, 0, 20)
-    assert HashCache.for_project(project).lookup(rel, touched.stat().st_size, mtime) is not None
+    assert data_hash_cache(project).lookup(rel, touched.stat().st_size, mtime) is not None
 
 
 def test_unchanged_files_are_not_read_again(cluster, tmp_path, monkeypatch):

@@ -36,6 +36,7 @@ from workbench.cluster.data_selection import (STAGING_NAME, DataRef, DataSelecti
 from workbench.cluster.errors import ClusterError
 from workbench.cluster.manifest import HashCache, Manifest, hash_file
 from workbench.tasks import CancelToken, Cancelled, Progress, ProgressCallback
+from workbench.project.project_file import data_hash_cache
 
 MANIFEST_EVERY_S = 10.0
 """A long sync also saves the manifest this often, so a cut connection loses little."""
@@ -257,7 +258,7 @@ def _prepare(conn: Connection, project_dir: Path, profile, settings: dict | None
     folders |= {posixpath.dirname(path) for path in manifest.files}
     folders |= {posixpath.dirname(ref.name) for ref in selection.refs}
     listing = transfer.list_remote(conn, sftp, root, folders)
-    cache = HashCache.for_project(project_dir)
+    cache = data_hash_cache(project_dir)
     cache.keep_only({f.path for f in selection.files})
 
     plan = SyncPlan(remote_dir=root, skipped=list(selection.skipped), excluded=list(selection.excluded))

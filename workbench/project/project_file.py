@@ -18,6 +18,7 @@ from workbench.project.errors import ProjectError
 
 PROJECT_FILE = "workbench.toml"
 STATE_DIR = ".workbench"
+DATA_HASH_CACHE_FILE = "data-hashes.json"
 
 
 @dataclass
@@ -123,6 +124,15 @@ def ensure_state_dir(root: Path) -> Path:
     if not ignore.exists():
         write_text_atomically(ignore, "# Workbench's own state for this project.\n*\n")
     return state
+
+
+def data_hash_cache(root: Path | str):
+    """The project's cache of its data files' sha256 by size and mtime, in
+    ``.workbench/data-hashes.json``: the cluster's data sync and the dataset versions share it."""
+    from workbench.platform.file_hashes import HashCache
+
+    root = Path(root)
+    return HashCache(root / STATE_DIR / DATA_HASH_CACHE_FILE, prepare_folder=lambda: ensure_state_dir(root))
 
 
 def _read_project_file(file: Path) -> dict[str, Any]:

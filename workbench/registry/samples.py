@@ -1,0 +1,163 @@
+"""The samples a project's data holds now: what a dataset version is cut from.
+
+- Files (``[data] train = "data/train"``): every regular file under the folder is one sample,
+  keyed by its path from the project folder, with its size and sha256. Hashes come from the
+  project's hash cache (shared with the cluster's data sync), so only files whose size or
+  modification time changed are read again.
+- A dataset the project's code builds (``[data] samples = "data:sample_ids"``): the function is
+  called in the project's own Python by the training helpers (``python -m
+  workbench_trainkit.sample_ids``) and names each sample by a stable id.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from workbench.platform.file_hashes import hash_file
+from workbench.registry.errors import RegistryError
+from workbench.registry.settings import DataSource
+from workbench.tasks import CancelToken, Progress, ProgressCallback
+
+SAMPLE_IDS_TIMEOUT_S = 600.0
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One sample: its key (a project-relative path, or an id) and, for files, size and hash."""
+
+    key: str
+    size: int | None = None
+    sha256: str = ""
+
+    def line(self) -> str:
+        """Its manifest line: the key, then for a file its size and sha256, tab-separated."""
+        if self.size is None:
+            return self.key
+        return f"{self.key}\t{self.size}\t{self.sha256}"
+
+
+@dataclass(frozen=True)
+class CurrentSamples:
+    """What the data holds now: the training samples, and the validation ones (None when the
+    project declares no validation split)."""
+
+    kind: str                       # "files" or "ids"
+    train: list[Sample]
+    val: list[Sample] | None
+    hashed: int = 0                 # files read to hash them (the rest came from the cache)
+
+
+def current_samples(project_dir: Path, source: DataSource, python: str = sys.executable,
+                    progress: ProgressCallback | None = None, cancel: CancelToken | None = None) -> CurrentSamples:
+    """The samples ``source`` names now; RegistryError when the project declares no data."""
+    if source.train_folder:
+        return _file_samples(Path(project_dir), source, progress, cancel)
+    if source.samples_function:
+        return _code_samples(Path(project_dir), source.samples_function, python)
+    raise RegistryError(
+        f"{Path(project_dir) / 'workbench.toml'} does not say where the data is. Add a [data] table with "
+        "train = \"data/train\" (a folder of sample files) or samples = \"module:function\" (a function of your "
+        "code that returns {\"train\": [ids], \"val\": [ids]}).")
+
+
+def _file_samples(project_dir: Path, source: DataSource, progress, cancel) -> CurrentSamples:
+    from workbench.project.project_file import data_hash_cache
+
+    folders = [("train", source.train_folder)] + ([("val", source.val_folder)] if source.val_folder else [])
+    listed: dict[str, list[tuple[str, Path, os.stat_result]]] = {}
+    for split, name in folders:
+        folder = (project_dir / name).resolve()
+        if not folder.is_dir():
+            raise RegistryError(f"[data] {split} names {name!r}, which is not a folder in {project_dir}. Create "
+                                "it, or fix the path in workbench.toml.")
+        listed[split] = _walk(project_dir, folder)
+    cache = data_hash_cache(project_dir)
+    total = sum(len(items) for items in listed.values())
+    done = hashed = 0
+    samples: dict[str, list[Sample]] = {}
+    for split, items in listed.items():
+        samples[split] = []
+        for key, path, stat in items:
+            if cancel is not None:
+                cancel.raise_if_cancelled()
+            sha = cache.lookup(key, stat.st_size, stat.st_mtime_ns)
+            if sha is None:
+                try:
+                    sha = hash_file(path, cancel)
+                except OSError as exc:
+                    raise RegistryError(f"cannot read the sample {key}: {exc.strerror or exc}. Fix its "
+                                        "permissions or move it out of the data folder.") from None
+                cache.record(key, stat.st_size, stat.st_mtime_ns, sha)
+                hashed += 1
+            samples[split].append(Sample(key, stat.st_size, sha))
+            done += 1
+            if progress is not None and done % 2000 == 0:
+                progress(Progress(f"Hashing the data ({done:,} of {total:,} files)", done / total))
+    cache.save()
+    return CurrentSamples("files", samples["train"], samples.get("val"), hashed)
+
+
+def _walk(project_dir: Path, folder: Path) -> list[tuple[str, Path, os.stat_result]]:
+    """Every regular file under ``folder`` (hidden ones and symbolic links left out), sorted."""
+    found = []
+    for parent, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in files:
+            if name.startswith("."):
+                continue
+            path = Path(parent) / name
+            try:
+                stat = path.lstat()
+            except OSError:
+                continue
+            if not path.is_symlink() and path.is_file():
+                key = path.relative_to(project_dir.resolve()).as_posix() if path.is_relative_to(project_dir.resolve()) \
+                    else path.as_posix()
+                if "\t" in key or "\n" in key:
+                    raise RegistryError(f"the sample file {key!r} has a tab or line break in its name, which a "
+                                        "manifest cannot hold: rename it.")
+                found.append((key, path, stat))
+    found.sort(key=lambda item: item[0])
+    return found
+
+
+def _code_samples(project_dir: Path, function: str, python: str) -> CurrentSamples:
+    command = [python, "-m", "workbench_trainkit.sample_ids", function, "--project", str(project_dir)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(_trainkit_root()),
+                                                                      os.environ.get("PYTHONPATH", "")]))}
+    try:
+        done = subprocess.run(command, cwd=project_dir, env=env, capture_output=True, text=True,
+                              timeout=SAMPLE_IDS_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise RegistryError(f"{function} took more than {SAMPLE_IDS_TIMEOUT_S:.0f} s to name the samples; make it "
+                            "return the ids without loading the data.") from None
+    except OSError as exc:
+        raise RegistryError(f"cannot run the project's Python {python}: {exc.strerror or exc}.") from None
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        reason = next((line[len("error: "):] for line in reversed(lines) if line.startswith("error: ")),
+                      lines[-1] if lines else f"exit status {done.returncode}")
+        raise RegistryError(f"the samples of [data] samples = {function!r} could not be listed: {reason}")
+    try:
+        answer = json.loads(done.stdout)
+        train = [Sample(str(key)) for key in answer["train"]]
+        val = [Sample(str(key)) for key in answer["val"]] if answer.get("val") is not None else None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise RegistryError(f"{function} gave no list of sample ids ({exc}); it must return "
+                            "{\"train\": [ids], \"val\": [ids]}.") from None
+    return CurrentSamples("ids", train, val)
+
+
+def _trainkit_root() -> Path:
+    """The folder holding ``workbench_trainkit``, for a project interpreter without Workbench."""
+    import importlib.util
+
+    found = importlib.util.find_spec("workbench_trainkit")
+    if found is not None and found.submodule_search_locations:
+        return Path(list(found.submodule_search_locations)[0]).resolve().parent
+    return Path(__file__).resolve().parents[2]
