@@ -291,8 +291,11 @@ def read_manifest(path: Path) -> list[Sample]:
     except (OSError, UnicodeDecodeError) as exc:
         raise RegistryError(f"cannot read the manifest {path} ({exc}). Restore it, or cut a new version.") from None
     samples = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip() or line.startswith("#"):
+    # Split on line feeds only (str.splitlines also splits on form feeds and other separators a
+    # file name or an id may hold), and only the first line can be the header: an id may
+    # start with "#".
+    for number, line in enumerate(text.split("\n"), 1):
+        if not line or (number == 1 and line.startswith("#")):
             continue
         fields = line.split("\t")
         try:

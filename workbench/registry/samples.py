@@ -118,7 +118,7 @@ def _walk(project_dir: Path, folder: Path) -> list[tuple[str, Path, os.stat_resu
             if not path.is_symlink() and path.is_file():
                 key = path.relative_to(project_dir.resolve()).as_posix() if path.is_relative_to(project_dir.resolve()) \
                     else path.as_posix()
-                if "\t" in key or "\n" in key:
+                if "\t" in key or "\n" in key or "\r" in key:
                     raise RegistryError(f"the sample file {key!r} has a tab or line break in its name, which a "
                                         "manifest cannot hold: rename it.")
                 found.append((key, path, stat))
@@ -146,7 +146,8 @@ def _code_samples(project_dir: Path, function: str, python: str) -> CurrentSampl
     try:
         answer = json.loads(done.stdout)
         train = [Sample(str(key)) for key in answer["train"]]
-        val = [Sample(str(key)) for key in answer["val"]] if answer.get("val") is not None else None
+        # No validation ids (left out, or an empty list) is no validation split, not an empty one.
+        val = [Sample(str(key)) for key in answer["val"]] if answer.get("val") else None
     except (ValueError, KeyError, TypeError) as exc:
         raise RegistryError(f"{function} gave no list of sample ids ({exc}); it must return "
                             "{\"train\": [ids], \"val\": [ids]}.") from None
