@@ -34,6 +34,8 @@ CAPABILITY_GROUPS: dict[str, str] = {
     "model": "workbench.modeltools.cli:model_group",
     "device": "workbench.device.cli:device_group",
     "init": "workbench.adopt.cli:init_command",
+    "dataset": "workbench.registry.cli:dataset_group",
+    "registry": "workbench.registry.cli:registry_group",
 }
 
 HUB_START_TIMEOUT_S = 15.0

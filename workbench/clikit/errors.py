@@ -24,6 +24,7 @@ USER_ERRORS = (
     ("workbench.modeltools.errors", "ModelToolError"),
     ("workbench.device.errors", "DeviceError"),
     ("workbench.adopt.errors", "AdoptError"),
+    ("workbench.registry.errors", "RegistryError"),
 )
 
 

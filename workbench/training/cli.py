@@ -97,7 +97,7 @@ def _run_data(info) -> dict:
             "model_files": [] if info.is_cluster else read_products(info.run_dir)}
 
 
-def _start(service, hparams_file, overrides, nproc: int, cluster: dict | None = None):
+def _start(service, hparams_file, overrides, nproc: int, cluster: dict | None = None, versions: dict | None = None):
     """``service.start``, printing the hyper-parameters' warnings (``warning: file:line: …``)
     and, when the start is refused, every problem one a line before the summary. ``cluster``:
     ``{"name": profile, "resources": {...}, "cancel": CancelToken}`` to train on a cluster, each
@@ -108,10 +108,11 @@ def _start(service, hparams_file, overrides, nproc: int, cluster: dict | None = 
     try:
         try:
             if cluster is None:
-                info = service.start(hparams_file, overrides, nproc)
+                info = service.start(hparams_file, overrides, nproc, **(versions or {}))
             else:
                 info = service.start(hparams_file, overrides, cluster=cluster["name"],
-                                     resources=cluster["resources"], progress=printer, cancel=cluster.get("cancel"))
+                                     resources=cluster["resources"], progress=printer, cancel=cluster.get("cancel"),
+                                     **(versions or {}))
         finally:
             printer.close()
     except TrainingError as exc:
@@ -170,10 +171,16 @@ def _print_problems(refused, project_dir: Path) -> str:
 @click.option("--mem", default="", metavar="MEM", help="With --cluster: memory per node, e.g. 16G.")
 @click.option("--time", "time_limit", default="", metavar="TIME", help="With --cluster: time limit, e.g. 02:00:00.")
 @click.option("--partition", default="", help="With --cluster: partition (default: the profile's).")
+@click.option("--dataset-version", "dataset_version", metavar="NNNN",
+              help="Train on this dataset version's samples only (see `workbench dataset list`).")
+@click.option("--from-version", "from_version", metavar="NNNN",
+              help="Fine-tune the weights of this model version (a number or an alias such as production).")
+@click.option("--no-register", is_flag=True, help="Do not register the model as a new model version.")
 @reports_errors
 def train_command(project: Path | None, hparams_file: Path | None, nproc: int, overrides: tuple[str, ...],
                   as_json: bool, detach: bool, cluster: str | None, nodes: int, gpus_per_node: int, cpus: int,
-                  mem: str, time_limit: str, partition: str) -> None:
+                  mem: str, time_limit: str, partition: str, dataset_version: str | None = None,
+                  from_version: str | None = None, no_register: bool = False) -> None:
     """Train the project at PROJECT (default: the one here) with its training script.
 
     Prints the run id and the trainer's output until the run ends. Ctrl+C stops the run (it
@@ -197,7 +204,8 @@ def train_command(project: Path | None, hparams_file: Path | None, nproc: int, o
             resources = {"nodes": nodes, "gpus_per_node": gpus_per_node, "cpus": cpus, "mem": mem,
                          "time": time_limit, "partition": partition, "processes_per_node": nproc if nproc > 1 else 0}
             remote = {"name": cluster, "resources": resources, "cancel": ctrl_c.token}
-        info = _start(service, hparams_file, overrides, nproc, remote)
+        versions = {"dataset_version": dataset_version, "from_version": from_version, "register": not no_register}
+        info = _start(service, hparams_file, overrides, nproc, remote, versions)
         if detach:
             if as_json:
                 print_json(_run_data(info))
@@ -339,6 +347,12 @@ def _summary(info) -> str:
         text += f": {metrics}"
     if info.error:
         text += f". {info.error}"
+    if info.model_version:
+        text += f". Registered as model version {info.model_version}"
+        if info.registry_note:
+            text += f" ({info.registry_note})"
+    elif info.state == "completed" and info.registry_note:
+        text += f". Model {info.registry_note}"
     if info.state == "stopped" and info.can_resume:
         text += f". Resume it with `{_hint(info, 'runs resume')}`"
     return text

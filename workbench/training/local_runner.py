@@ -62,10 +62,13 @@ class LocalBackend:
     # start
 
     def start(self, project_dir: Path | None = None, hparams_file=None, overrides=(), *, nproc: int = 1,
-              target: str | None = None, resources=None, progress=None, cancel=None) -> RunInfo:
+              target: str | None = None, resources=None, progress=None, cancel=None,
+              environment: dict[str, str] | None = None, run_fields: dict | None = None) -> RunInfo:
         """Start a run of the project's training script with ``nproc`` processes; returns once
-        the supervisor has started the trainer. (``target``, ``resources``, ``progress`` and
-        ``cancel`` are for backends that train elsewhere.)"""
+        the supervisor has started the trainer. ``environment``: more variables for the trainer
+        (a dataset version's); ``run_fields``: more of the run's record (RunInfo fields).
+        (``target``, ``resources``, ``progress`` and ``cancel`` are for backends that train
+        elsewhere.)"""
         spec = prepare_run(self.project_dir, hparams_file, tuple(overrides), nproc)
         folder = create_run_folder(self.project_dir)
         try:
@@ -74,18 +77,20 @@ class LocalBackend:
             info = RunInfo(id=folder.id, state=STARTING, run_dir=str(folder.path), project_dir=str(self.project_dir),
                            script=spec.script, hparams_file=spec.hparams_file, overrides=spec.overrides,
                            nproc=nproc, command=command, created_at=time.time(), hparams=spec.hparams,
-                           hparams_copy=spec.hparams_name, warnings=list(spec.warnings))
-            self._prepare(folder, info, command, resume_from=None)
+                           hparams_copy=spec.hparams_name, warnings=list(spec.warnings), **(run_fields or {}))
+            self._prepare(folder, info, command, resume_from=None, environment=environment)
         except BaseException:
             shutil.rmtree(folder.path, ignore_errors=True)
             raise
         return self._launch(folder, info)
 
-    def _prepare(self, folder: RunFolder, info: RunInfo, command: list[str], resume_from: str | None) -> None:
+    def _prepare(self, folder: RunFolder, info: RunInfo, command: list[str], resume_from: str | None,
+                 environment: dict[str, str] | None = None) -> None:
         snapshot = take_snapshot(self.project_dir)
         snapshot.write(folder.git_json, folder.git_patch)
         info.git_commit, info.git_branch, info.git_dirty = snapshot.commit, snapshot.branch, snapshot.dirty
-        folder.write_command(command, str(self.project_dir), trainer_environment(folder.path, folder.id, resume_from))
+        folder.write_command(command, str(self.project_dir),
+                             {**trainer_environment(folder.path, folder.id, resume_from), **(environment or {})})
         folder.write_info(info)
         self.store.put(info)
 

@@ -14,6 +14,7 @@ import time
 
 from workbench.training.errors import TrainingError
 from workbench.training.metrics import final_metrics
+from workbench.training.registration import register_run
 from workbench.training.run_folder import RunFolder
 from workbench.training.run_info import COMPLETED, STOPPED, TERMINATED, RunInfo
 from workbench.training.run_store import RunStore
@@ -71,4 +72,6 @@ class RunRecorder:
         info.state, info.error, info.exit_code = state, error, exit_code
         info.ended_at = time.time() if ended_at is None else ended_at
         info.final_metrics = final_metrics(self.folder.metrics)
+        if state == COMPLETED and not info.model_version:
+            register_run(info, self.folder)
         self.save(info)

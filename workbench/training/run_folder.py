@@ -87,6 +87,11 @@ class RunFolder:
         return self.path / OUTCOME_FILE
 
     @property
+    def no_register(self) -> Path:
+        """Present when the run's model is not to become a model version (``--no-register``)."""
+        return self.path / "no-register"
+
+    @property
     def stop_requested(self) -> Path:
         return self.path / "stop-requested"
 

@@ -85,6 +85,14 @@ class RunInfo:
     # "scheduler" (it does not answer about the job), "since", "last_try", "next_try": times};
     # empty otherwise. workbench.training.run_text words it.
     outage: dict = field(default_factory=dict)
+    # Versions (workbench.registry): the dataset version it trained on, the model version it was
+    # fine-tuned from, whether a completed run registers its model, the version it became, and
+    # why it did not when it did not.
+    dataset_version: str = ""
+    from_version: str = ""
+    register: bool = True
+    model_version: str = ""
+    registry_note: str = ""
 
     @property
     def duration(self) -> float | None:

@@ -104,8 +104,14 @@ class RunService:
         return self.local if name == LOCAL_BACKEND else registered_backend(name)
 
     def start(self, hparams_file=None, overrides=(), nproc: int = 1, cluster: str | None = None,
-              resources=None, progress=None, cancel=None) -> RunInfo:
+              resources=None, progress=None, cancel=None, dataset_version: str | None = None,
+              from_version: str | None = None, register: bool = True) -> RunInfo:
         """Start a run of the project's training script; returns once the trainer runs.
+
+        ``dataset_version`` (a number) trains on that dataset version's samples only,
+        ``from_version`` (a model version's number or alias) fine-tunes its weights, and a
+        completed run registers its model as the next model version unless ``register`` is
+        false (see workbench.training.version_choice and registration).
 
         ``hparams_file`` (absolute, or relative to the project) defaults to ``[training] hparams``.
         A hyper-parameter file or override that does not check out raises TrainingError (with
@@ -117,9 +123,20 @@ class RunService:
         ``progress`` (``RunProgress``) and honouring ``cancel`` until then. It can take a while
         (code and data are sent): call it off the GUI thread. ClusterError when the cluster
         cannot be reached or refuses a step."""
-        backend = backend_for_target(cluster) if cluster else self.local
-        return backend.start(self.project_dir, hparams_file, tuple(overrides), nproc=nproc, target=cluster or None,
-                             resources=resources, progress=progress, cancel=cancel)
+        from workbench.training.version_choice import choose_versions
+
+        choice = choose_versions(self.project_dir, dataset_version, from_version, on_cluster=bool(cluster))
+        overrides = (*overrides, *choice.overrides)
+        if cluster:
+            info = backend_for_target(cluster).start(self.project_dir, hparams_file, overrides, nproc=nproc,
+                                                     target=cluster, resources=resources, progress=progress,
+                                                     cancel=cancel)
+            if not register:
+                RunFolder(info.run_dir).no_register.touch()
+            return info
+        return self.local.start(self.project_dir, hparams_file, overrides, nproc=nproc, environment=choice.environment,
+                                run_fields={"dataset_version": choice.dataset_version,
+                                            "from_version": choice.from_version, "register": register})
 
     def stop(self, run_id: str) -> RunInfo:
         """Ask the run to checkpoint and exit; returns at once (state "stopping")."""
