@@ -113,9 +113,10 @@ class RegistryFolder:
     def take_number(self, kind: str, present: list[int]) -> int:
         """The next number of ``kind`` ("dataset", "model"), recorded as taken before anything
         is written: a number is never given twice, even after a failed or removed version.
-        The first is 1 (``0001``), as people count versions."""
+        The first is 0 (``0000``): the layout of continual-learning pipelines (TANGO's
+        ``train_0000.txt`` … ``train_0005.txt``) that users already know; keep it so."""
         state = self.read_state()
-        number = max([state["next"].get(kind, 1), *(n + 1 for n in present)])
+        number = max([state["next"].get(kind, 0), *(n + 1 for n in present)])
         state["next"][kind] = number + 1
         self.write_state(state)
         return number
