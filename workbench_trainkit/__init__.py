@@ -35,7 +35,10 @@ What it gives:
 * the optimizer and learning-rate schedule they name (``optim``);
 * datasets, models and preprocessing found by name (``registry``);
 * atomic checkpoints, newest three kept, and exact resume (``checkpoint``);
-* metrics as JSON lines in the run folder (``metrics``);
+* metrics as JSON lines in the run folder (``metrics``), and the best model by one of them
+  in ``outputs/best.pt`` (``best_model``);
+* training on a dataset version's samples only (``dataset_versions``), and fine-tuning from
+  earlier weights with ``task_type=finetune`` (``finetune``);
 * a clean stop on SIGTERM: checkpoint, one line, exit 0 (``signals``);
 * ``torchrun --nproc_per_node=N`` with DDP, gloo on CPU (``distributed``).
 
@@ -67,6 +70,13 @@ _EXPORTS = {
     "MetricsWriter": "metrics",
     "log": "metrics",
     "StopFlag": "signals",
+    "DATASET_MANIFEST_VARIABLE": "dataset_versions",
+    "DATASET_VERSION_VARIABLE": "dataset_versions",
+    "VAL_MANIFEST_VARIABLE": "dataset_versions",
+    "DatasetVersion": "dataset_versions",
+    "read_manifest": "dataset_versions",
+    "active_dataset_version": "dataset_versions",
+    "select_samples": "dataset_versions",
     "HParams": "hparams",
     "HParamsError": "hparams",
     "load_hparams": "hparams",

@@ -68,6 +68,7 @@ class HParams(dict):
     """
 
     source: str = ""
+    warnings: tuple = ()  # the Diagnostics of severity "warning" of the file and overrides
     explicit: frozenset = frozenset()
     overridden: frozenset = frozenset()  # the keys an override (--set) set last
 
@@ -109,6 +110,8 @@ def check_hparams_text(text: str, schema: HParamSchema, path: str = "") -> tuple
                 value_start, value_start + max(1, len(value)))
             diagnostics.append(Diagnostic(path, number, span[0], span[1], key, message, suggestion))
             continue
+        if schema[key].no_effect:
+            diagnostics.append(_no_effect_warning(path, number, key_start, schema[key]))
         if key in first_line:
             diagnostics.append(Diagnostic(
                 path, number, key_start, key_start + len(key), key,
@@ -117,6 +120,11 @@ def check_hparams_text(text: str, schema: HParamSchema, path: str = "") -> tuple
         first_line[key] = number
         values[key] = _convert(schema[key], value)
     return values, diagnostics
+
+
+def _no_effect_warning(path: str, line: int, start: int, spec: HParamKey) -> Diagnostic:
+    return Diagnostic(path, line, start, start + len(spec.name), spec.name,
+                      f"{spec.name} has no effect here: {spec.no_effect}", severity="warning")
 
 
 def parse_override(text: str) -> tuple[str, str]:
@@ -173,6 +181,8 @@ def load_hparams(path: str | Path | None = None, overrides: Iterable[str] = (),
             message, suggestion, _ = problem
             diagnostics.append(Diagnostic(f"--set {override}", 0, 0, 0, key, message, suggestion))
             continue
+        if schema[key].no_effect:
+            diagnostics.append(_no_effect_warning(f"--set {override}", 0, 0, schema[key]))
         values[key] = _convert(schema[key], raw)
         explicit.add(key)
         overridden.add(key)
@@ -180,6 +190,7 @@ def load_hparams(path: str | Path | None = None, overrides: Iterable[str] = (),
         raise HParamsError(diagnostics)
     hparams = HParams(values)
     hparams.source = source
+    hparams.warnings = tuple(d for d in diagnostics if d.severity == "warning")
     hparams.explicit = frozenset(explicit)
     hparams.overridden = frozenset(overridden)
     return hparams
@@ -239,6 +250,24 @@ def find_project_dir(start: str | Path) -> Path | None:
 
 def read_project_training_settings(project_dir: str | Path | None) -> dict:
     """The ``[training]`` table of the project's ``workbench.toml`` ({} when there is none)."""
+    return _project_table(project_dir, "training", "declare training keys")
+
+
+def read_project_registry_settings(project_dir: str | Path | None) -> dict:
+    """The ``[registry]`` table of the project's ``workbench.toml`` ({} when there is none):
+    ``metric`` and ``mode`` choose the best model a run keeps (see best_model.py)."""
+    return _project_table(project_dir, "registry", "choose the metric of the best model")
+
+
+def project_hparams_file(project_dir: str | Path | None) -> Path | None:
+    """The hyper-parameter file the project's ``workbench.toml`` names (``[training] hparams``)."""
+    if project_dir is None:
+        return None
+    name = read_project_training_settings(project_dir).get("hparams")
+    return Path(project_dir) / name if name else None
+
+
+def _project_table(project_dir: str | Path | None, table: str, purpose: str) -> dict:
     if project_dir is None:
         return {}
     path = Path(project_dir) / PROJECT_FILE
@@ -252,9 +281,9 @@ def read_project_training_settings(project_dir: str | Path | None) -> dict:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise HParamsError([Diagnostic(str(path), 0, 0, 0, "", (
-            f"is not valid TOML ({exc}); fix it to declare training keys"))]) from None
-    training = data.get("training", {})
-    return training if isinstance(training, dict) else {}
+            f"is not valid TOML ({exc}); fix it to {purpose}"))]) from None
+    found = data.get(table, {})
+    return found if isinstance(found, dict) else {}
 
 
 def project_schema(project_dir: str | Path | None) -> HParamSchema:
@@ -412,5 +441,6 @@ def _declared_key(name: str, spec) -> HParamKey:
 __all__ = [
     "Diagnostic", "HParamKey", "HParamSchema", "HParams", "HParamsError", "FASTNN_SCHEMA",
     "check_hparams_text", "check_data_paths", "parse_override", "load_hparams", "find_project_dir",
-    "read_project_training_settings", "project_schema", "format_hparams", "format_value",
+    "read_project_training_settings", "read_project_registry_settings", "project_hparams_file",
+    "project_schema", "format_hparams", "format_value",
 ]

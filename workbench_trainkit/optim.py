@@ -105,7 +105,9 @@ def build_optimizer(params, hp: Mapping):
     decoupled). Their own keys: adadelta ``adadelta_rho``, ``opt_epsilon``; adagrad
     ``adagrad_initial_accumulator_value``; adam and adamw ``adam_beta1``, ``adam_beta2``,
     ``opt_epsilon``; momentum ``momentum``; rmsprop ``rmsprop_decay``, ``rmsprop_momentum``,
-    ``opt_epsilon``; sgd none.
+    ``opt_epsilon``; sgd none. FastNN's ``adamweightdecay`` (BERT's Adam with weight decay kept
+    out of the moments) is AdamW, which also corrects the moments' start-up bias, as BERT's does
+    not. FastNN's ``ftrl`` has no PyTorch optimizer: choosing it is a TrainkitError.
     """
     import torch  # here: reading a schedule or a file should not pay for importing torch
 
@@ -119,7 +121,10 @@ def build_optimizer(params, hp: Mapping):
         return torch.optim.Adagrad(
             params, lr=lr, initial_accumulator_value=hp["adagrad_initial_accumulator_value"],
             weight_decay=decay)
-    if name in ("adam", "adamw"):
+    if name == "ftrl":
+        raise TrainkitError("optimizer is ftrl, which PyTorch does not have; choose another "
+                            "optimizer (adagrad is the closest, adam the usual choice)")
+    if name in ("adam", "adamw", "adamweightdecay"):
         kind = torch.optim.Adam if name == "adam" else torch.optim.AdamW
         return kind(params, lr=lr, betas=(hp["adam_beta1"], hp["adam_beta2"]),
                     eps=hp["opt_epsilon"], weight_decay=decay)

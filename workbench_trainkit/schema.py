@@ -27,6 +27,9 @@ class HParamKey:
     minimum: float | None = None
     maximum: float | None = None
     item_kind: str = "str"
+    # Why setting this key changes nothing in a PyTorch run (a FastNN key kept so FastNN's own
+    # files load); a file that sets it gets a warning saying so. None for a key that works.
+    no_effect: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -91,13 +94,20 @@ class HParamSchema:
         return grouped
 
 
-OPTIMIZERS = ("adadelta", "adagrad", "adam", "adamw", "momentum", "sgd", "rmsprop")
+# ftrl is FastNN's too: known, so its files load, but PyTorch has no FTRL and build_optimizer
+# refuses it; adamweightdecay (BERT's Adam with decoupled weight decay) is built as AdamW.
+OPTIMIZERS = ("adadelta", "adagrad", "adam", "adamw", "adamweightdecay", "ftrl", "momentum",
+              "sgd", "rmsprop")
+# FastNN's cluster keys: PyTorch runs start with torchrun, which sets what they set.
+CLUSTER_NO_EFFECT = "torchrun sets up the processes of a PyTorch run"
 
 
 def _keys() -> list[HParamKey]:
     k = HParamKey
-    dataset, prep, model, lr, opt, log, perf = (
-        "dataset", "preprocessing", "model", "learning rate", "optimizer", "log", "performance")
+    dataset, prep, model, lr, opt, log, perf, cluster = (
+        "dataset", "preprocessing", "model", "learning rate", "optimizer", "log", "performance",
+        "cluster")
+    ftrl_only = "PyTorch has no FTRL optimizer, so only optimizer=ftrl would read it"
     return [
         k("dataset_name", "str", "mock", dataset, "name of a dataset registered by the project"),
         k("dataset_dir", "str", "", dataset, "folder holding the dataset files"),
@@ -108,9 +118,14 @@ def _keys() -> list[HParamKey]:
 
         k("preprocessing_name", "str", "", prep, "preprocessing registered by the project"),
         k("shuffle_buffer_size", "int", 1024, prep, "samples held for shuffling", minimum=0),
-        k("num_parallel_batches", "int", 8, prep, "batches prepared at once", minimum=1),
-        k("prefetch_buffer_size", "int", 32, prep, "batches prepared ahead", minimum=0),
-        k("num_preprocessing_threads", "int", 16, prep, "data loading workers", minimum=0),
+        k("num_parallel_batches", "int", 8, prep,
+          "batches prepared at once (PyTorch: each loader worker prepares whole batches)",
+          minimum=1),
+        k("prefetch_buffer_size", "int", 32, prep,
+          "batches loaded ahead, shared by the loader workers", minimum=0),
+        k("num_preprocessing_threads", "int", 16, prep,
+          "data loading worker processes (when not set: none, the script loads the data)",
+          minimum=0),
         k("datasets_use_caching", "bool", False, prep, "keep the decoded dataset in memory"),
 
         k("task_type", "str", "pretrain", model, "train from scratch or from a checkpoint",
@@ -151,6 +166,14 @@ def _keys() -> list[HParamKey]:
           minimum=0, maximum=1),
         k("rmsprop_momentum", "float", 0.9, opt, "RMSProp momentum", minimum=0, maximum=1),
         k("rmsprop_decay", "float", 0.9, opt, "RMSProp decay (alpha)", minimum=0, maximum=1),
+        k("ftrl_learning_rate_power", "float", -0.5, opt, "FTRL learning rate power",
+          maximum=0, no_effect=ftrl_only),
+        k("ftrl_initial_accumulator_value", "float", 0.1, opt,
+          "FTRL starting accumulator", minimum=0, no_effect=ftrl_only),
+        k("ftrl_l1", "float", 0.0, opt, "FTRL l1 regularization strength", minimum=0,
+          no_effect=ftrl_only),
+        k("ftrl_l2", "float", 0.0, opt, "FTRL l2 regularization strength", minimum=0,
+          no_effect=ftrl_only),
 
         k("stop_at_step", "int", 0, log, "stop after this many steps (0 = run every epoch)",
           minimum=0),
@@ -158,11 +181,26 @@ def _keys() -> list[HParamKey]:
         k("profile_every_n_iters", "int", 0, log,
           "steps between profiler traces (0 = never)", minimum=0),
         k("print_model_statistics", "bool", False, log, "print parameters per layer at start"),
+        k("hooks", "list", ("StopAtStepHook", "ProfilerHook"), log,
+          "FastNN's TensorFlow session hooks",
+          no_effect="TensorFlow hooks do not exist in PyTorch; stop_at_step and "
+                    "profile_every_n_iters do what FastNN's hooks did"),
+        k("profile_at_task", "int", 0, log, "the FastNN task that profiles", minimum=0,
+          no_effect="profile_every_n_iters profiles every process of a PyTorch run"),
+        k("log_device_placement", "bool", False, log, "log where TensorFlow places each op",
+          no_effect="PyTorch places tensors where the script puts them"),
 
         k("use_fp16", "bool", False, perf, "autocast to float16 (bfloat16 on CPU)"),
         k("use_bf16", "bool", False, perf, "autocast to bfloat16"),
         k("loss_scale", "float", 1.0, perf, "static loss scale for half precision",
           minimum=0),
+
+        k("job_name", "str", "", cluster, "FastNN's role of this process (ps or worker)",
+          no_effect=CLUSTER_NO_EFFECT),
+        k("protocol", "str", "grpc", cluster, "FastNN's transport between processes",
+          no_effect="torch.distributed chooses its own transport (NCCL or gloo)"),
+        k("enable_paisoar", "bool", True, cluster, "PAI's all-reduce library in FastNN",
+          no_effect="PyTorch runs use DistributedDataParallel instead of PAISoar"),
     ]
 
 

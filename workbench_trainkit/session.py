@@ -47,9 +47,12 @@ import torch
 
 from workbench_trainkit import checkpoint as checkpoints
 from workbench_trainkit import distributed
+from workbench_trainkit.best_model import BestModelKeeper, chosen_best_metric
 from workbench_trainkit.errors import TrainkitError
+from workbench_trainkit.finetune import finetune_weights_path, load_finetune_weights
 from workbench_trainkit.hparams import (HParams, HParamsError, check_data_paths, find_project_dir,
-                                        load_hparams, read_project_training_settings)
+                                        load_hparams, project_hparams_file)
+from workbench_trainkit.loader_settings import loader_settings
 from workbench_trainkit.metrics import MetricsWriter
 from workbench_trainkit.optim import clip_gradients
 from workbench_trainkit.signals import StopFlag
@@ -75,8 +78,12 @@ class TrainingSession:
     """
 
     def __init__(self, hparams: HParams, run_dir: str | Path, resume_from: str | Path | None = None,
-                 keep_checkpoints: int = 3, catch_sigint: bool = False):
+                 keep_checkpoints: int = 3, catch_sigint: bool = False,
+                 project_dir: str | Path | None = None):
         self.hparams = hparams
+        # The folder of the project's workbench.toml: relative ckpt_file_name paths start
+        # there, and its [registry] metric chooses the best model.
+        self.project_dir = Path(project_dir) if project_dir else find_project_dir(Path.cwd())
         self.run_dir = Path(run_dir).absolute()
         self.checkpoints_dir = self.run_dir / "checkpoints"
         self.outputs_dir = self.run_dir / "outputs"
@@ -91,6 +98,8 @@ class TrainingSession:
         self._keep = keep_checkpoints
         self._catch_sigint = catch_sigint
         self._checkpointer: checkpoints.Checkpointer | None = None
+        self._best: BestModelKeeper | None = None
+        self._loader_notes_printed = False
         self._resume_state: dict | None = None
         self._model = self._optimizer = self._scheduler = None
         self._current_epoch = 0
@@ -117,7 +126,7 @@ class TrainingSession:
         try:
             script = Path(sys.argv[0]).resolve() if sys.argv and sys.argv[0] else Path.cwd()
             project_dir = find_project_dir(script.parent) or find_project_dir(Path.cwd())
-            hparams_file = args.hparams or default_hparams or _project_hparams_file(project_dir)
+            hparams_file = args.hparams or default_hparams or project_hparams_file(project_dir)
             hparams = load_hparams(hparams_file, args.overrides, project_dir=project_dir)
             data_problems = check_data_paths(hparams, Path.cwd(), hparams.source)
             if data_problems:
@@ -126,6 +135,7 @@ class TrainingSession:
                        or hparams.get("model_dir") or Path("outputs") / script.stem)
             resume_from = args.resume or os.environ.get(RESUME_VARIABLE) or None
             catch_sigint = options.pop("catch_sigint", not os.environ.get(RUN_DIR_VARIABLE))
+            options.setdefault("project_dir", project_dir)
             return cls(hparams, run_dir, resume_from=resume_from, catch_sigint=catch_sigint,
                        **options)
         except (TrainkitError, HParamsError) as exc:
@@ -151,9 +161,16 @@ class TrainingSession:
         random.seed(self.seed)
         np.random.seed(self.seed)
         torch.manual_seed(self.seed)
+        for warning in getattr(self.hparams, "warnings", ()):
+            self.print(f"warning: {warning}", file=sys.stderr)
+        self._best = BestModelKeeper(self.outputs_dir, chosen_best_metric(self.project_dir))
         if self.resume_from is not None:
             # Read now, so a missing or damaged checkpoint stops the run before any work.
             self._resume_state = checkpoints.load_checkpoint(self.resume_from)
+            self._best.restore()
+        else:
+            # task_type=finetune without ckpt_file_name stops now, before the data is loaded.
+            finetune_weights_path(self.hparams, self.project_dir)
         if self.hparams.get("use_fp16") and self.device.type == "cpu":
             self.print("warning: use_fp16 on CPU autocasts to bfloat16 (CPU has no float16 "
                        "autocast)", file=sys.stderr)
@@ -219,11 +236,17 @@ class TrainingSession:
         """Move ``model`` to the device, resume it if asked, wrap it for torchrun; returns it.
 
         The optimizer and scheduler given here are the ones ``checkpoint`` saves and resuming
-        restores, with the step, the epoch and the random number generators.
+        restores, with the step, the epoch and the random number generators. With
+        ``task_type=finetune`` (and no resume, which restores everything) the model starts from
+        the weights ``ckpt_file_name`` names.
         """
         model = model.to(self.device)
         if self.hparams.get("print_model_statistics"):
             self.print(model_statistics(model))
+        finetune_from = finetune_weights_path(self.hparams, self.project_dir)
+        if finetune_from is not None and self._resume_state is None and self.resume_from is None:
+            load_finetune_weights(model, finetune_from)
+            self.print(f"fine-tuning from {finetune_from}")
         if self._resume_state is not None:
             state, self._resume_state = self._resume_state, None
             checkpoints.apply_checkpoint(state, model, optimizer, scheduler, rank=self.rank)
@@ -240,21 +263,39 @@ class TrainingSession:
         """A DataLoader over this process's share of ``dataset``, reshuffled every epoch.
 
         The order depends only on the seed and the epoch, so a resumed run sees the same
-        batches an uninterrupted one would. ``batch_size`` defaults to the hyper-parameter.
+        batches an uninterrupted one would. ``batch_size`` defaults to the hyper-parameter;
+        the worker count and prefetching come from the preprocessing keys the file sets (see
+        loader_settings.py), ``loader_options`` win over them.
         """
         from torch.utils.data import DataLoader
 
         sampler = _ResumableSampler(dataset, num_replicas=self.world_size, rank=self.rank,
                                     shuffle=shuffle, seed=self.seed)
         return DataLoader(dataset, batch_size=batch_size or self.hparams["batch_size"],
-                          sampler=sampler, generator=self._generator(), **loader_options)
+                          sampler=sampler, generator=self._generator(),
+                          **self._loader_options(loader_options))
 
     def eval_loader(self, dataset, batch_size: int | None = None, **loader_options):
         """A DataLoader over all of ``dataset`` in order (every process sees all of it)."""
         from torch.utils.data import DataLoader
 
         return DataLoader(dataset, batch_size=batch_size or self.hparams["batch_size"],
-                          shuffle=False, generator=self._generator(), **loader_options)
+                          shuffle=False, generator=self._generator(),
+                          **self._loader_options(loader_options))
+
+    def _loader_options(self, given: dict) -> dict:
+        """The hyper-parameters' loader options under the script's own (``given``)."""
+        options, notes = loader_settings(self.hparams)
+        if notes and not self._loader_notes_printed:
+            self._loader_notes_printed = True
+            self.print("note: " + "; ".join(notes))
+        merged = {**options, **given}
+        if not merged.get("num_workers"):
+            # The script chose no workers: the options only workers take would be refused.
+            for name in ("prefetch_factor", "persistent_workers"):
+                if name not in given:
+                    merged.pop(name, None)
+        return merged
 
     def _generator(self):
         # A DataLoader without its own generator draws a seed from the global one each epoch,
@@ -429,6 +470,8 @@ class TrainingSession:
         """Write and print evaluation values at once: ``epoch=2 val_loss=0.3 val_acc=0.9``.
 
         Without ``epoch`` (a final test) the line is just the values: ``test_acc=0.97``.
+        A value of the best-model metric that beats the best so far saves the prepared model
+        as ``outputs/best.pt`` and the record as ``outputs/best.json`` (see best_model.py).
         """
         if not self.is_main:
             return
@@ -440,6 +483,9 @@ class TrainingSession:
         fields = ([f"epoch={epoch}"] if epoch is not None else []) + [
             _field(name, value) for name, value in plain.items()]
         print(" ".join(fields), flush=True)
+        if self._best is not None and self._model is not None:
+            self._best.offer(plain, self._model, self.epoch if epoch is None else int(epoch),
+                             self.step)
 
     def checkpoint(self, extra: dict | None = None) -> Path | None:
         """Save the prepared model, optimizer and scheduler with the step, epoch and generators.
@@ -534,14 +580,6 @@ def _argument_parser(description: str | None) -> argparse.ArgumentParser:
     parser.add_argument("--resume", default=None, metavar="CHECKPOINT",
                         help="resume from a checkpoint file, or the latest one in a folder")
     return parser
-
-
-def _project_hparams_file(project_dir: Path | None) -> Path | None:
-    """The hyper-parameter file the project's ``workbench.toml`` names, if any."""
-    if project_dir is None:
-        return None
-    name = read_project_training_settings(project_dir).get("hparams")
-    return project_dir / name if name else None
 
 
 def _field(name: str, value: float) -> str:

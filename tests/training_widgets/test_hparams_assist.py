@@ -32,8 +32,8 @@ def test_keys_are_offered_at_the_start_of_a_line_and_values_after_the_equals_sig
     assert keys[0].text.endswith("=")
     assert not assist.complete(at("learning_rate=0.1", 3, True)).items[0].text.endswith("=")  # "=" is there
 
-    assert offered(assist, "optimizer=") == (10, 10, ["adadelta", "adagrad", "adam", "adamw", "momentum", "sgd",
-                                                       "rmsprop"])
+    assert offered(assist, "optimizer=") == (10, 10, ["adadelta", "adagrad", "adam", "adamw", "adamweightdecay",
+                                                       "ftrl", "momentum", "sgd", "rmsprop"])
     assert offered(assist, "optimizer = ad")[:2] == (12, 14)
     assert offered(assist, "use_fp16=") == (9, 9, ["true", "false"])
     assert offered(assist, "num_epochs=") is None  # nothing to choose from while typing
@@ -57,7 +57,7 @@ def test_hovering_names_the_key_its_type_default_help_and_values(tmp_path):
     assist = HParamsAssist(HParamsChecker(tmp_path))
     assert assist.hover(at("  optimizer = adam", 4)) == (
         "optimizer (str, default rmsprop): the optimizer; accepts one of adadelta, adagrad, adam, adamw, "
-        "momentum, sgd, rmsprop")
+        "adamweightdecay, ftrl, momentum, sgd, rmsprop")
     assert assist.hover(at("train_files=a,b", 0)).startswith("train_files (list of str, default empty)")
     assert assist.hover(at("dataset_dir=x", 0)).startswith('dataset_dir (str, default "")')
     assert assist.hover(at("optimizer=adam", 11)) is None  # on the value

@@ -4,18 +4,21 @@
     python train.py --set num_epochs=10 --set optimizer=momentum
     python train.py --hparams my.hparams --output-dir outputs/try-1
     python train.py --resume outputs/digits          # go on from the last checkpoint
+    python train.py --set task_type=finetune --set ckpt_file_name=outputs/digits/outputs/model.pt
     torchrun --standalone --nproc_per_node=2 train.py
 
 Prints "step=N loss=L acc=A lr=R" while training, "epoch=E val_loss=L val_acc=A" after each
 epoch and "test_loss=L test_acc=A" at the end. Saves a checkpoint after every epoch (and when
-stopped with SIGTERM or Ctrl-C) and outputs/model.pt, the trained weights, at the end.
+stopped with SIGTERM or Ctrl-C), outputs/best.pt whenever val_acc is the best yet, and
+outputs/model.pt, the trained weights, at the end. On a dataset version (Workbench sets
+WORKBENCH_DATASET_MANIFEST) it trains on that version's images only.
 workbench_trainkit does the chores: hyper-parameters, folders, metrics, checkpoints, torchrun.
 """
 
 import torch
 from torch import nn
-from workbench_trainkit import (TrainingSession, build_lr_schedule, build_optimizer, datasets,
-                                models, total_steps)
+from workbench_trainkit import (TrainingSession, active_dataset_version, build_lr_schedule,
+                                build_optimizer, datasets, models, total_steps)
 
 import data  # noqa: F401  registers the dataset "digits"
 import model  # noqa: F401  registers the model "digits_net"
@@ -52,8 +55,10 @@ def main() -> None:
         scheduler = build_lr_schedule(optimizer, hp, total_steps(hp, len(train_loader)))
         net = session.prepare(net, optimizer, scheduler)  # device, resume, torchrun
         loss_fn = nn.CrossEntropyLoss()
+        version = active_dataset_version()
+        on_version = f" of dataset version {version.number}" if version else ""
         session.print(f"training {hp.model_name} ({count_parameters(net):,} parameters) on "
-                      f"{len(splits.train)} images, device={session.device}, "
+                      f"{len(splits.train)} images{on_version}, device={session.device}, "
                       f"processes={session.world_size}; writing to {session.run_dir}")
 
         for epoch in session.epochs():
