@@ -23,17 +23,17 @@ def test_the_first_cut_writes_a_manifest_its_metadata_and_val_txt(project):
     datasets = open_project(root, settings).datasets
     result = datasets.cut(reason="first data")
     version = result.version
-    assert version.name == "0001" and version.samples == 20 and version.kind == "files"
-    assert version.manifest == root / "registry" / "datasets" / "train_0001.txt"
-    assert (root / "registry" / "datasets" / "train_0001.json").is_file()
+    assert version.name == "0000" and version.samples == 20 and version.kind == "files"
+    assert version.manifest == root / "registry" / "datasets" / "train_0000.txt"
+    assert (root / "registry" / "datasets" / "train_0000.json").is_file()
     assert result.hashed == 25  # 20 train + 5 val files read once
     assert len(result.changes.added) == 20 and not result.changes.removed
-    samples = datasets.samples(1)
+    samples = datasets.samples(0)
     assert [s.key for s in samples] == sorted(s.key for s in samples)
     assert samples[0].key.startswith("data/train/") and samples[0].size is not None and len(samples[0].sha256) == 64
     val_lines = [line for line in datasets.val_manifest().read_text().splitlines() if not line.startswith("#")]
     assert len(val_lines) == 5 and version.val_samples == 5
-    assert datasets.get("0001").reason == "first data" and datasets.latest().number == 1
+    assert datasets.get("0000").reason == "first data" and datasets.latest().number == 0
     assert [entry["reason"] for entry in datasets.val_history()] == ["first data"]
 
 
@@ -97,14 +97,14 @@ def test_pending_and_diff_name_added_removed_and_changed_samples(project):
     assert pending.removed == ["data/train/class_0/sample_000.txt"]
     assert pending.changed == ["data/train/class_1/sample_001.txt"]
     second = datasets.cut().version
-    assert (second.added, second.removed, second.changed, second.parent) == (1, 1, 1, 1)
-    diff = datasets.diff(1)
+    assert (second.added, second.removed, second.changed, second.parent) == (1, 1, 1, 0)
+    diff = datasets.diff(0)
     assert diff.to_json() == pending.to_json()
-    assert datasets.diff(1, 2).to_json() == pending.to_json()
-    reverse = datasets.diff(2, 1)
+    assert datasets.diff(0, 1).to_json() == pending.to_json()
+    reverse = datasets.diff(1, 0)
     assert reverse.added == pending.removed and reverse.removed == pending.added
-    with pytest.raises(RegistryError, match="0002 is the newest"):
-        datasets.diff(2)
+    with pytest.raises(RegistryError, match="0001 is the newest"):
+        datasets.diff(1)
 
 
 def test_pending_after_a_fraction_does_not_count_the_samples_left_out(project):
@@ -113,7 +113,7 @@ def test_pending_after_a_fraction_does_not_count_the_samples_left_out(project):
     datasets.cut(fraction=0.5)
     assert not datasets.pending().any
     write_sample(root / "data" / "train" / "class_0" / "sample_000.txt", "changed and longer\n")
-    in_half = "data/train/class_0/sample_000.txt" in datasets.keys(1)
+    in_half = "data/train/class_0/sample_000.txt" in datasets.keys(0)
     assert datasets.pending().changed == (["data/train/class_0/sample_000.txt"] if in_half else [])
 
 
@@ -150,13 +150,13 @@ def test_an_edited_manifest_line_is_a_hash_mismatch(project):
     root, settings = project
     datasets = open_project(root, settings).datasets
     datasets.cut()
-    manifest = root / "registry" / "datasets" / "train_0001.txt"
+    manifest = root / "registry" / "datasets" / "train_0000.txt"
     lines = manifest.read_text().splitlines(keepends=True)
     path, size, sha = lines[3].rstrip("\n").split("\t")
     lines[3] = f"{path}\t{size}\t{'0' * 64}\n"
     manifest.write_text("".join(lines))
-    for read in (lambda: datasets.get(1), lambda: datasets.keys(1), datasets.pending, lambda: datasets.diff(1, 1)):
-        with pytest.raises(RegistryError, match="0001's manifest train_0001.txt does not match the hash recorded"):
+    for read in (lambda: datasets.get(0), lambda: datasets.keys(0), datasets.pending, lambda: datasets.diff(0, 0)):
+        with pytest.raises(RegistryError, match="0000's manifest train_0000.txt does not match the hash recorded"):
             read()
 
 
@@ -165,11 +165,11 @@ def test_a_manifest_line_that_is_not_a_sample_names_the_line(project):
 
     root, settings = project
     open_project(root, settings).datasets.cut()
-    manifest = root / "registry" / "datasets" / "train_0001.txt"
+    manifest = root / "registry" / "datasets" / "train_0000.txt"
     lines = manifest.read_text().splitlines(keepends=True)
     lines[2] = "data/train/x.txt\tnot-a-size\t" + "a" * 64 + "\n"
     manifest.write_text("".join(lines))
-    with pytest.raises(RegistryError, match=r"train_0001.txt:3 is not a manifest line"):
+    with pytest.raises(RegistryError, match=r"train_0000.txt:3 is not a manifest line"):
         read_manifest(manifest)
 
 
@@ -177,22 +177,22 @@ def test_a_missing_manifest_says_so(project):
     root, settings = project
     datasets = open_project(root, settings).datasets
     datasets.cut()
-    (root / "registry" / "datasets" / "train_0001.txt").unlink()
-    with pytest.raises(RegistryError, match="manifest .*train_0001.txt is missing"):
-        datasets.get(1)
+    (root / "registry" / "datasets" / "train_0000.txt").unlink()
+    with pytest.raises(RegistryError, match="manifest .*train_0000.txt is missing"):
+        datasets.get(0)
 
 
-@pytest.mark.parametrize("damage", ["{not json", "[1, 2]", '{"format": 1}', '{"manifest": "train_0001.txt", '
+@pytest.mark.parametrize("damage", ["{not json", "[1, 2]", '{"format": 1}', '{"manifest": "train_0000.txt", '
                                     '"samples": "many", "manifest_sha256": "x", "kind": "files", "created": "now"}'])
 def test_damaged_metadata_names_the_file(project, damage):
     root, settings = project
     datasets = open_project(root, settings).datasets
     datasets.cut()
-    metadata = root / "registry" / "datasets" / "train_0001.json"
+    metadata = root / "registry" / "datasets" / "train_0000.json"
     metadata.write_text(damage)
-    with pytest.raises(RegistryError, match=r"train_0001.json is damaged .*Restore it"):
-        datasets.get(1)
-    with pytest.raises(RegistryError, match=r"train_0001.json is damaged"):
+    with pytest.raises(RegistryError, match=r"train_0000.json is damaged .*Restore it"):
+        datasets.get(0)
+    with pytest.raises(RegistryError, match=r"train_0000.json is damaged"):
         datasets.list()
 
 
@@ -201,11 +201,11 @@ def test_an_unknown_or_malformed_version_number_is_a_clear_error(project, number
     root, settings = project
     datasets = open_project(root, settings).datasets
     datasets.cut()
-    with pytest.raises(RegistryError, match=r"there is no dataset version 0007 \(there are 0001\)|is not a "
+    with pytest.raises(RegistryError, match=r"there is no dataset version 0007 \(there are 0000\)|is not a "
                                             r"dataset version number"):
         datasets.get(number)
     with pytest.raises(RegistryError):
-        datasets.diff(1, number)
+        datasets.diff(0, number)
 
 
 def test_a_damaged_registry_json_stops_a_cut_and_says_how_to_mend_it(project):
@@ -215,18 +215,18 @@ def test_a_damaged_registry_json_stops_a_cut_and_says_how_to_mend_it(project):
     (root / "registry" / "registry.json").write_text("{ damaged")
     with pytest.raises(RegistryError, match="registry.json is damaged .*Restore it"):
         datasets.cut()
-    assert [v.number for v in datasets.list()] == [1]
+    assert [v.number for v in datasets.list()] == [0]
 
 
 def test_a_manifest_left_without_metadata_is_never_a_version_and_is_cleaned(project):
     root, settings = project
     datasets = open_project(root, settings).datasets
     datasets.cut()
-    half_made = root / "registry" / "datasets" / "train_0002.txt"
+    half_made = root / "registry" / "datasets" / "train_0001.txt"
     half_made.write_text("# a cut that died\n")
-    assert [v.number for v in datasets.list()] == [1]
-    assert datasets.cut().version.number == 2
-    assert datasets.get(2).samples == 20
+    assert [v.number for v in datasets.list()] == [0]
+    assert datasets.cut().version.number == 1
+    assert datasets.get(1).samples == 20
 
 
 def test_numbers_grow_past_a_removed_dataset_version(project):
@@ -234,8 +234,8 @@ def test_numbers_grow_past_a_removed_dataset_version(project):
     datasets = open_project(root, settings).datasets
     datasets.cut(), datasets.cut()
     for suffix in (".txt", ".json"):
-        (root / "registry" / "datasets" / f"train_0002{suffix}").unlink()
-    assert datasets.cut().version.number == 3
+        (root / "registry" / "datasets" / f"train_0001{suffix}").unlink()
+    assert datasets.cut().version.number == 2
 
 
 def test_no_data_declared_or_a_missing_folder_is_a_clear_error(tmp_path):
@@ -262,7 +262,7 @@ def test_metadata_records_who_when_why_and_the_manifest_hash(project):
 
     root, settings = project
     version = open_project(root, settings).datasets.cut(reason="why not").version
-    data = json.loads((root / "registry" / "datasets" / "train_0001.json").read_text())
-    assert data["version"] == "0001" and data["reason"] == "why not" and data["created_by"]
+    data = json.loads((root / "registry" / "datasets" / "train_0000.json").read_text())
+    assert data["version"] == "0000" and data["reason"] == "why not" and data["created_by"]
     assert data["manifest_sha256"] == hashlib.sha256(version.manifest.read_bytes()).hexdigest()
-    assert data["manifest"] == "train_0001.txt"
+    assert data["manifest"] == "train_0000.txt"

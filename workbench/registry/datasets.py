@@ -185,33 +185,53 @@ class DatasetVersions:
         chosen = sorted(_first_part(now.train, fraction), key=lambda sample: sample.key)
         with self.store.locked():
             self._remove_half_made()
-            existing = self.list()
-            parent = existing[-1] if existing else None
-            before = {} if parent is None else {s.key: s for s in read_manifest(parent.manifest)}
-            changes = _changes(before, {s.key: s for s in chosen})
-            val_samples, val_sha, val_note = self._keep_val(now, new_val, reason)
-            number = self.store.take_number("dataset", [v.number for v in existing])
-            name = format_number(number)
-            manifest = self.folder / f"{MANIFEST_PREFIX}{name}.txt"
-            header = (f"# workbench dataset version {name}: {len(chosen):,} samples ({now.kind}); one a line"
-                      + (": path, size, sha256" if now.kind == "files" else ": sample id") + "\n")
-            text = header + "".join(sample.line() + "\n" for sample in chosen)
-            self.folder.mkdir(parents=True, exist_ok=True)
-            write_text_atomically(manifest, text)
-            sizes = [sample.size for sample in chosen]
-            version = DatasetVersion(
-                number=number, manifest=manifest, samples=len(chosen),
-                bytes=sum(sizes) if now.kind == "files" else None,
-                manifest_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(), kind=now.kind,
-                created=now_iso(), created_by=os_user(), reason=reason, fraction=fraction,
-                parent=parent.number if parent else None, added=len(changes.added), removed=len(changes.removed),
-                changed=len(changes.changed), val_samples=val_samples, val_sha256=val_sha)
-            # The metadata last: a version is visible once it is in place, never half-made.
-            write_text_atomically(self._metadata_path(number), json.dumps(
-                {"format": _FORMAT, **version.to_json(), "manifest": manifest.name}, indent=2) + "\n")
+            try:
+                version, changes, val_note = self._write_version(now, chosen, fraction, reason, new_val)
+            except OSError as exc:
+                raise RegistryError(f"could not cut a dataset version in {self.folder}: {exc.strerror or exc}. "
+                                    "Nothing was cut; free some space (or fix its permissions) and cut "
+                                    "again.") from None
         return CutResult(version, changes, val_note, now.hashed)
 
     # --- inside ------------------------------------------------------------------------
+
+    def _write_version(self, now: CurrentSamples, chosen: list[Sample], fraction: float | None, reason: str,
+                       new_val: bool) -> tuple[DatasetVersion, DataChanges, str]:
+        """Write the next version's manifest, then its metadata (under the lock)."""
+        existing = self.list()
+        parent = existing[-1] if existing else None
+        changes = _changes(self._samples_of_parent(parent), {s.key: s for s in chosen})
+        val_samples, val_sha, val_note = self._keep_val(now, new_val, reason)
+        number = self.store.take_number("dataset", [v.number for v in existing])
+        name = format_number(number)
+        manifest = self.folder / f"{MANIFEST_PREFIX}{name}.txt"
+        header = (f"# workbench dataset version {name}: {len(chosen):,} samples ({now.kind}); one a line"
+                  + (": path, size, sha256" if now.kind == "files" else ": sample id") + "\n")
+        text = header + "".join(sample.line() + "\n" for sample in chosen)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        write_text_atomically(manifest, text)
+        sizes = [sample.size for sample in chosen]
+        version = DatasetVersion(
+            number=number, manifest=manifest, samples=len(chosen),
+            bytes=sum(sizes) if now.kind == "files" else None,
+            manifest_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(), kind=now.kind,
+            created=now_iso(), created_by=os_user(), reason=reason, fraction=fraction,
+            parent=parent.number if parent else None, added=len(changes.added), removed=len(changes.removed),
+            changed=len(changes.changed), val_samples=val_samples, val_sha256=val_sha)
+        # The metadata last: a version is visible once it is in place, never half-made.
+        write_text_atomically(self._metadata_path(number), json.dumps(
+            {"format": _FORMAT, **version.to_json(), "manifest": manifest.name}, indent=2) + "\n")
+        return version, changes, val_note
+
+    def _samples_of_parent(self, parent: DatasetVersion | None) -> dict[str, Sample]:
+        """The samples of the version before, to count what changed; none when its manifest is
+        missing or damaged (a new cut is the way out of that, so it must not be refused)."""
+        if parent is None:
+            return {}
+        try:
+            return {sample.key: sample for sample in self.samples(parent.number)}
+        except RegistryError:
+            return {}
 
     def _current(self, progress, cancel) -> CurrentSamples:
         return current_samples(self.project_dir, self.settings.data, self.python, progress, cancel)
