@@ -136,8 +136,8 @@ def select_samples(dataset, sample_ids: Sequence[str], version: DatasetVersion |
         shown = ", ".join(missing[:SHOWN_MISSING]) + (", ..." if len(missing) > SHOWN_MISSING
                                                       else "")
         raise TrainkitError(
-            f"dataset version {version.number} names {len(missing)} samples the dataset does "
-            f"not have ({shown}); the data changed since the version was cut: cut a new "
+            f"dataset version {version.number} names {len(missing)} "
+            f"{'sample' if len(missing) == 1 else 'samples'} the dataset does not have ({shown}); the data changed since the version was cut: cut a new "
             "version, or train without --dataset-version")
     wanted = set(version.keys)
     return Subset(dataset, [index for index, sample_id in enumerate(sample_ids)

@@ -182,4 +182,4 @@ def test_digits_trains_on_exactly_the_versions_images(digits_project):
         capture_output=True, text=True, timeout=110)
     assert refused.returncode == 2
     assert refused.stderr.strip().splitlines()[-1].startswith(
-        "error: dataset version 0002 names 1 samples the dataset does not have (digits/9999)")
+        "error: dataset version 0002 names 1 sample the dataset does not have (digits/9999)")
