@@ -116,12 +116,16 @@ class ModelRegistry:
 
     def get(self, number: int | str) -> ModelVersion:
         number = parse_number(number, "model version")
-        for version in self.list():
-            if version.number == number:
-                return version
-        known = ", ".join(version.name for version in self.list())
-        raise RegistryError(f"there is no model version {format_number(number)}"
-                            + (f" (there are {known})" if known else " (none registered yet)") + ".")
+        numbers = self._numbers() if self.folder.is_dir() else []
+        if number not in numbers:
+            known = ", ".join(format_number(n) for n in numbers)
+            raise RegistryError(f"there is no model version {format_number(number)}"
+                                + (f" (there are {known})" if known else " (none registered yet)") + ".")
+        # Only this version's record is read: another's damaged YAML does not stop this one.
+        version = self._read(number)
+        version.aliases = self.aliases.of_version(number)
+        version.pinned = number in self.store.pinned()
+        return version
 
     def resolve(self, name: str) -> ModelVersion:
         """A version by number or by alias (``production``)."""
@@ -137,6 +141,8 @@ class ModelRegistry:
         """The main weights file of a version, checked to be there and whole."""
         version = self.resolve(str(number))
         problems = self.problems(version)
+        if version.weights is None:
+            problems = [f"its record {self._info_path(version.number).name} names no files; remove the version"]
         if problems:
             raise RegistryError(f"model version {version.name} cannot be used: {problems[0]}")
         return self.folder / version.weights.name
@@ -181,7 +187,13 @@ class ModelRegistry:
                 raise RegistryError(f"cannot register {path}: it does not exist (was the run's output moved?).")
         with self.store.locked():
             self._remove_half_made()
-            number = self.store.take_number("model", self._numbers())
+            try:
+                self._prepare_folder()
+                number = self.store.take_number("model", self._numbers())
+            except OSError as exc:
+                raise RegistryError(f"could not register a model version in {self.folder}: "
+                                    f"{exc.strerror or exc}. Nothing was registered; free some space (or fix "
+                                    "its permissions) and register again.") from None
             version = self._write_version(number, files, info, run_folder)
             report = self._apply_retention(self.settings.version_max, dry_run=False)
         version.aliases, version.pinned = self.aliases.of_version(number), False
@@ -193,12 +205,21 @@ class ModelRegistry:
         with self.store.locked():
             version = self.get(number)
             name = _file_name(version.number, Path(path), {item.name for item in version.files})
-            if Path(path).resolve() == (self.folder / name).resolve():
+            target = self.folder / name
+            if Path(path).resolve() == target.resolve():
                 stored = "in place"
-                target = self.folder / name
             else:
-                target, stored = self.folder / name, ""
-                stored = _store(Path(path), target, inside_run=False)
+                # Stored under a temporary name, then renamed: a file already there (perhaps a
+                # hard link to a run's file) is replaced, never written through.
+                incoming = self.folder / f"{_INCOMING}{name}-{os.getpid()}"
+                try:
+                    stored = _store(Path(path), incoming, inside_run=False)
+                    os.replace(incoming, target)
+                except OSError as exc:
+                    incoming.unlink(missing_ok=True)
+                    raise RegistryError(f"could not file {path} under model version {version.name}: "
+                                        f"{exc.strerror or exc}. Free some space (or fix the permissions of "
+                                        f"{self.folder}) and try again.") from None
             item = ModelFile(name=name, size=target.stat().st_size, sha256=hash_file(target), role=role,
                              source=str(path), stored=stored)
             files = [existing for existing in version.files if existing.name != name] + [item]
@@ -295,12 +316,14 @@ class ModelRegistry:
         self._prepare_folder()
         known = self._known_hashes()
         staging = self.folder / f"{_INCOMING}{format_number(number)}-{os.getpid()}"
-        staging.mkdir()
         placed: list[Path] = []
+        current = ""
         try:
+            staging.mkdir()
             entries: list[ModelFile] = []
             for path, role in files:
                 path = Path(path)
+                current = f" ({path.name})"
                 sha = hash_file(path)
                 size = path.stat().st_size
                 if sha in known:
@@ -317,6 +340,7 @@ class ModelRegistry:
                 if entry.stored != "shared":
                     os.replace(staging / entry.name, self.folder / entry.name)
                     placed.append(self.folder / entry.name)
+            current = f" ({self._info_path(number).name})"
             record = {"version": format_number(number), "created": now_iso(), "created_by": os_user(),
                       **info, "files": [vars(entry) for entry in entries], "verifications": []}
             self._write_info(number, record)
@@ -325,7 +349,7 @@ class ModelRegistry:
                 path.unlink(missing_ok=True)
             shutil.rmtree(staging, ignore_errors=True)
             if isinstance(exc, OSError):
-                raise RegistryError(f"could not register model version {format_number(number)}: "
+                raise RegistryError(f"could not register model version {format_number(number)}{current}: "
                                     f"{exc.strerror or exc}. Nothing was registered; free some space (or fix "
                                     f"the permissions of {self.folder}) and register again.") from None
             raise
@@ -360,7 +384,10 @@ class ModelRegistry:
         if not self.folder.is_dir():
             return
         for staging in self.folder.glob(f"{_INCOMING}*"):
-            shutil.rmtree(staging, ignore_errors=True)
+            if staging.is_dir():
+                shutil.rmtree(staging, ignore_errors=True)
+            else:
+                staging.unlink(missing_ok=True)
         named = set().union(*self._file_sets().values()) if self._numbers() else set()
         for path in self.folder.glob(f"{MODEL_PREFIX}*"):
             if path.name not in named:
@@ -409,6 +436,10 @@ def _file_name(number: int, source: Path, taken: set[str]) -> str:
     name = f"{MODEL_PREFIX}{format_number(number)}{dot}{suffixes}"
     if name in taken:
         name = f"{MODEL_PREFIX}{format_number(number)}.{stem}{dot}{suffixes}"
+    count = 2
+    while name in taken:
+        name = f"{MODEL_PREFIX}{format_number(number)}.{stem}-{count}{dot}{suffixes}"
+        count += 1
     return name
 
 
