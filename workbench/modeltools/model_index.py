@@ -9,7 +9,8 @@ A run of a script that saves its models elsewhere in the project (``checkpoints/
 lists them in its folder's ``products.json`` (written by its supervisor, see
 workbench.training.written_files): such a model is listed under that run. A folder under
 ``runs/`` that is not a Workbench run (TensorBoard's ``runs/<date>_<host>/``) is walked as any
-other folder.
+other folder. The model registry's folder (``registry/``) is left out: its versions are the
+Registry panel's, and each is a run's model already listed under its run.
 """
 
 from __future__ import annotations
@@ -147,13 +148,26 @@ def list_models(root: Path | str) -> list[ModelFile]:
     root = Path(root)
     found: list[ModelFile] = []
     budget = [MAX_ENTRIES]
-    _walk(root, root, found, budget, in_run=None)
+    _walk(root, root, found, budget, in_run=None, skip=_registry_folder(root))
     found = _with_producing_runs(root, found)
     found.sort(key=lambda m: (-m.modified, str(m.path)))
     return found
 
 
-def _walk(root: Path, folder: Path, found: list[ModelFile], budget: list[int], in_run: str | None) -> None:
+def _registry_folder(root: Path) -> Path | None:
+    """Where the project's model registry is (None when workbench.toml cannot say)."""
+    from workbench.project.errors import ProjectError
+    from workbench.project.project_file import load_project
+    from workbench.registry import RegistryError, read_settings
+
+    try:
+        return read_settings(root, load_project(root).settings).folder
+    except (ProjectError, RegistryError):
+        return None
+
+
+def _walk(root: Path, folder: Path, found: list[ModelFile], budget: list[int], in_run: str | None,
+          skip: Path | None = None) -> None:
     try:
         entries = list(os.scandir(folder))
     except OSError:
@@ -169,12 +183,12 @@ def _walk(root: Path, folder: Path, found: list[ModelFile], budget: list[int], i
         except OSError:
             continue
         if is_dir:
-            if name in SKIPPED_FOLDERS or name.startswith("."):
+            if name in SKIPPED_FOLDERS or name.startswith(".") or (skip is not None and Path(entry.path) == skip):
                 continue
             if relative == (RUNS_FOLDER,) and _is_run_folder(entry.path):
                 _walk_run(root, Path(entry.path), found, budget, name)
             else:
-                _walk(root, Path(entry.path), found, budget, in_run)
+                _walk(root, Path(entry.path), found, budget, in_run, skip)
             continue
         if is_model_file(entry.path):
             try:
