@@ -20,7 +20,8 @@ BUILT_IN: tuple[str, ...] = ("workbench.git.widgets:install", "workbench.trainin
                              "workbench.cluster.widgets:install", "workbench.modeltools.widgets:install",
                              "workbench.device.widgets:install", "workbench.console.widgets:install",
                              "workbench.lsp.widgets:install", "workbench.debug.widgets:install",
-                             "workbench.search.widgets:install", "workbench.adopt.widgets:install")
+                             "workbench.search.widgets:install", "workbench.adopt.widgets:install",
+                             "workbench.registry.widgets:install")
 
 
 def install_capabilities(window, entries: tuple[str, ...] | None = None) -> list[str]:
