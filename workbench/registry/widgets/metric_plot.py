@@ -147,6 +147,9 @@ class MetricPlot(QWidget):
                 self._plot.addItem(label)
                 self._labels.append(label)
         self._plot.setLabel("left", self.metric)
+        # Half a version of room at each end, so the names of aliases on the first or last
+        # version are not cut at the plot's edge.
+        self._plot.setXRange(min(xs) - 0.6, max(xs) + 0.6, padding=0)
         self._plot.getAxis("bottom").setTicks([[(x, f"{x:04d}") for x in _ticks(xs)]])
         self._draw_selection()
         self._stack.setCurrentWidget(self._plot_widget)
