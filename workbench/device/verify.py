@@ -9,7 +9,10 @@ tolerances. A benchmark on both sides gives the latency table.
 
 Each verification is added to the history of that model version (by sha256):
 ``<project>/.workbench/device-verifications.jsonl``, or ``<user data dir>/device-verifications.jsonl``
-for a model outside any project.
+for a model outside any project. A model that is a file of a version in the project's model
+registry (``registry/models/bestmodel_0003.int8.onnx``) also gets the verification in that
+version's record (``neural_net_info_0003.yaml``); a registry that fails to take it never fails
+the verification, whose ``registry_note`` then says why it was not recorded.
 """
 
 from __future__ import annotations
@@ -81,6 +84,10 @@ class Verification:
     passed: bool = False
     time: str = ""
     device_run_ms: float = 0.0
+    model_version: str = ""
+    """The registry's model version the model is a file of ("0003"), "" for none."""
+    registry_note: str = ""
+    """Why the verification is not in that version's record ("" when it is, or there is none)."""
 
     def to_json(self) -> dict:
         return _finite(asdict(self))
@@ -110,6 +117,10 @@ class Verification:
                           f"device {self.accuracy['device']:.1f} %"]
         if self.latency:
             lines += [""] + latency_table(self.latency)
+        if self.registry_note:
+            lines += ["", f"warning: {self.registry_note}"]
+        elif self.model_version:
+            lines += ["", f"recorded under model version {self.model_version} in the registry"]
         return "\n".join(lines)
 
 
@@ -288,7 +299,62 @@ def verify_model(link, model: Path, data=None, *, npz: Path | None = None,
             history_for(model, project).add(verification)
         except OSError as exc:
             log.warning("the verification of %s could not be recorded: %s", model, exc)
+        record_in_registry(verification, model, project)
     return verification
+
+
+def record_in_registry(verification: Verification, model: Path, project: Path | None = None) -> None:
+    """Add ``verification`` to the record of the model version ``model`` is a file of (none:
+    nothing to do); sets its ``model_version``, and its ``registry_note`` when the registry
+    could not take it. Never raises: the verification happened whatever the registry says."""
+    from workbench.modeltools.model_versions import version_file
+    from workbench.registry import RegistryError
+    from workbench.registry.models import MODEL_PREFIX
+
+    try:
+        located = version_file(model, project)
+    except RegistryError as exc:
+        if model.name.startswith(MODEL_PREFIX):
+            verification.registry_note = (f"not recorded in the model registry: "
+                                          f"{str(exc).rstrip('.')}")
+        return
+    if located is None:
+        return
+    verification.model_version = located.version
+    try:
+        located.models.record_verification(located.number, registry_record(verification))
+    except Exception as exc:  # noqa: BLE001 - no registry failure undoes a verification
+        if isinstance(exc, OSError):
+            why = exc.strerror or str(exc)
+        elif isinstance(exc, RegistryError):
+            why = str(exc)
+        else:
+            log.exception("recording the verification of %s failed", model)
+            why = f"{type(exc).__name__}: {exc}"
+        verification.registry_note = (f"not recorded under model version {located.version} in "
+                                      f"the registry: {why.rstrip('.')}")
+
+
+def registry_record(verification: Verification) -> dict:
+    """What a model version's record keeps of a verification: the device, the file, pass or
+    fail and its figures (agreement and max abs diff over the outputs, the device's latency)."""
+    record: dict[str, Any] = {
+        "device": verification.device_name, "device_id": verification.device_id,
+        "model_file": verification.model_name, "sha256": verification.sha256,
+        "passed": verification.passed, "runtime": verification.runtime,
+        "samples": verification.samples, "data": verification.data_source}
+    agreements = [o.top1_agreement for o in verification.outputs if o.top1_agreement is not None]
+    if agreements:
+        record["agreement"] = min(agreements)
+    if verification.outputs:
+        record["max_abs_diff"] = max(o.max_abs_diff for o in verification.outputs)
+    if verification.accuracy:
+        record["accuracy"] = verification.accuracy.get("device")
+    device = verification.latency.get("device") or {}
+    for key in ("p50_ms", "p90_ms"):
+        if device.get(key) is not None:
+            record[f"latency_{key}"] = device[key]
+    return _finite(record)
 
 
 def _compare(name: str, expected: np.ndarray, parts: list | None, atol: float,

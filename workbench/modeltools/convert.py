@@ -67,7 +67,13 @@ SPEC = ToolSpec(
     run="workbench.modeltools.convert:run_convert",
     stages=("Load model", "Load data", "Export", "Simplify", "Check", "Verify", "Save"),
     applies_to=SUFFIXES,
+    variant_role="workbench.modeltools.convert:variant_role",
 )
+
+
+def variant_role(values: dict, report: ToolReport, path: Path) -> str:
+    """How a conversion of a model version is recorded under it: "onnx (opset 18)"."""
+    return f"onnx (opset {report.figures.get('opset', values.get('opset'))})"
 
 
 

@@ -36,8 +36,16 @@ NEVER_OVERWRITES = ("an existing file is never replaced: the name gets -2, -3, .
 def free_path(path: Path, partners: tuple[str, ...] = ()) -> Path:
     """``path`` when neither it nor its ``partners`` (the same name with these suffixes, e.g.
     ``(".pt2",)`` for the program written beside an ONNX model) exist, else the first of
-    ``<stem>-2<suffix>``, ``<stem>-3<suffix>``, ... for which none of them exist."""
+    ``<stem>-2<suffix>``, ``<stem>-3<suffix>``, ... for which none of them exist.
+
+    A model version's own name (``bestmodel_0003.onnx``) is numbered ``bestmodel_0003.2.onnx``:
+    the registry tells a version's files by what comes before the first dot, so the numbered
+    name is still a file of version 0003."""
+    from workbench.registry.models import MODEL_PREFIX
+
     path = Path(path)
+    version_named = path.stem.startswith(MODEL_PREFIX) and path.stem[len(MODEL_PREFIX):].isdigit()
+    mark = "." if version_named else "-"
 
     def taken(candidate: Path) -> bool:
         return any(os.path.lexists(p) for p in
@@ -46,7 +54,7 @@ def free_path(path: Path, partners: tuple[str, ...] = ()) -> Path:
     candidate, number = path, 1
     while taken(candidate):
         number += 1
-        candidate = path.with_name(f"{path.stem}-{number}{path.suffix}")
+        candidate = path.with_name(f"{path.stem}{mark}{number}{path.suffix}")
     return candidate
 
 

@@ -155,6 +155,12 @@ class ToolSpec:
     suffixes whose right-click menu offers the tool. ``run`` is ``"module:function"``, imported
     only when the tool runs (it may import torch or onnxruntime); the function takes
     ``(values: dict, context: ToolContext)`` and returns a ``ToolReport``.
+
+    ``variant_role`` is ``"module:function"`` for a tool that makes a model from a model: when
+    its input is a file of a model version in the project's registry, each file it wrote to the
+    registry's models folder is recorded under that version with the role the function gives
+    (``(values, report, path) -> str``, e.g. "int8 quantized (dynamic)"). Empty for a tool that
+    makes no model.
     """
 
     name: str
@@ -165,6 +171,7 @@ class ToolSpec:
     stages: tuple[str, ...] = ()
     applies_to: tuple[str, ...] = ()
     plugin: str = ""
+    variant_role: str = ""
 
     def param(self, name: str) -> Param:
         for param in self.params:
@@ -195,6 +202,15 @@ class ToolSpec:
         import importlib
 
         module_name, _, function_name = self.run.partition(":")
+        return getattr(importlib.import_module(module_name), function_name)
+
+    def load_variant_role(self) -> Callable | None:
+        """The function naming the role of a model this tool made (see ``variant_role``)."""
+        if not self.variant_role:
+            return None
+        import importlib
+
+        module_name, _, function_name = self.variant_role.partition(":")
         return getattr(importlib.import_module(module_name), function_name)
 
     def to_json(self) -> dict:

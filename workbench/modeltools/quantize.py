@@ -91,7 +91,19 @@ SPEC = ToolSpec(
     run="workbench.modeltools.quantize:run_quantize",
     stages=("Load model", "Load data", "Calibrate", "Quantize", "Evaluate", "Compare layers"),
     applies_to=(".onnx",),
+    variant_role="workbench.modeltools.quantize:variant_role",
 )
+
+
+def variant_role(values: dict, report: ToolReport, path: Path) -> str:
+    """How a quantization of a model version is recorded under it: "int8 quantized (dynamic)",
+    "int8 quantized (static, MinMax calibration)", "float16"."""
+    mode = values.get("mode") or "static"
+    if mode == "fp16":
+        return "float16"
+    if mode == "dynamic":
+        return "int8 quantized (dynamic)"
+    return f"int8 quantized (static, {values.get('calibration_method') or 'MinMax'} calibration)"
 
 
 def default_output(source: Path, mode: str) -> Path:

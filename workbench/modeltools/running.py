@@ -1,5 +1,6 @@
 """Running one tool invocation in this process: resolve the values, find the project, call the
-tool's run function. The CLI calls this directly; a tool window's job process calls it too."""
+tool's run function, and record a model it made from a model version's file under that version
+(workbench.modeltools.model_versions). The CLI's and a tool window's job process call this."""
 
 from __future__ import annotations
 
@@ -38,4 +39,13 @@ def run_tool(invocation: ToolInvocation, on_event: EventSink = lambda event: Non
     context.stages = spec.stages
     context.project = project_of(invocation, values)
     context.on_event = on_event
-    return spec.load_runner()(values, context)
+    from workbench.modeltools import model_versions
+
+    for param in spec.params:
+        if param.is_output and values.get(param.name):
+            model_versions.refuse_replacing_a_version_file(values[param.name], context.project,
+                                                           param.flag)
+    report = spec.load_runner()(values, context)
+    # Here, not in each tool: the CLI and the tool windows both come through this function.
+    model_versions.record_variants(spec, values, report, context.project, context.log)
+    return report

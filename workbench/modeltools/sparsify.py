@@ -74,7 +74,24 @@ SPEC = ToolSpec(
     run="workbench.modeltools.sparsify:run",
     stages=("Load model", "Load data", "Prune", "Fine-tune", "Export", "Evaluate"),
     applies_to=(*CHECKPOINT_SUFFIXES, ".onnx"),
+    variant_role="workbench.modeltools.sparsify:variant_role",
 )
+
+
+def variant_role(values: dict, report: ToolReport, path: Path) -> str:
+    """How a pruned model version is recorded under it: "sparse (50 % magnitude, global)",
+    "channel-pruned (25 %), fine-tuned 2 epochs, PyTorch program" for the .pt2 beside it."""
+    sparsity = values.get("sparsity") if values.get("sparsity") is not None else 0.5
+    if (values.get("method") or "magnitude") == "channels":
+        role = f"channel-pruned ({sparsity * 100:g} % of channels)"
+    else:
+        role = f"sparse ({sparsity * 100:g} % magnitude, {values.get('scope') or 'global'})"
+    epochs = values.get("finetune_epochs") or 0
+    if epochs:
+        role += f", fine-tuned {epochs} epoch{'s' if epochs != 1 else ''}"
+    if Path(path).suffix.lower() == ".pt2":
+        role += ", PyTorch program"
+    return role
 
 
 def run(values: dict, context: ToolContext) -> ToolReport:

@@ -127,6 +127,18 @@ def info_rows(info: dict) -> list[tuple[str, str]]:
             for key in keys]
 
 
+def _registry_line(verification) -> str:
+    """The verdict's line about the model registry: the version the verification was recorded
+    under, or why it was not (rich text)."""
+    from html import escape
+
+    if verification.registry_note:
+        return f"<br>⚠ {escape(verification.registry_note)}"
+    if verification.model_version:
+        return f"<br>Recorded under model version {verification.model_version} in the registry"
+    return ""
+
+
 def _status_color(status: str) -> QColor:
     if status == "online":
         return PASS_COLOR
@@ -651,7 +663,7 @@ class DevicesPanel(QWidget):
         self.verdict.setText(f"<b style='color:{(PASS_COLOR if verification.passed else FAIL_COLOR).name()}'>"
                              f"{verdict}</b> {verification.model_name} on {verification.device_name} "
                              f"({verification.runtime}), {verification.samples} samples of "
-                             f"{verification.data_source}{accuracy}")
+                             f"{verification.data_source}{accuracy}{_registry_line(verification)}")
         self.result_table.setRowCount(0)
         for check in verification.outputs:
             row = self.result_table.rowCount()
