@@ -156,3 +156,11 @@ def test_a_project_without_versions_says_how_they_appear(tmp_path, make_panel, q
     assert panel.stack.currentWidget() is panel.empty_label
     assert "workbench dataset version" in panel.empty_label.text() and "--dataset-version" in panel.empty_label.text()
     assert not panel.buttons["remove"].isEnabled() and not panel.buttons["gc"].isEnabled()
+
+
+def test_a_damaged_registry_file_is_said_in_the_panel_not_raised(registry_project, make_panel, qtbot):
+    panel, _errors = make_panel(registry_project)
+    (registry_project / "registry" / "aliases.json").write_text("{not json", encoding="utf-8")
+    qtbot.waitUntil(lambda: panel.stack.currentWidget() is panel.empty_label, timeout=TIMEOUT_MS)
+    assert "aliases.json is damaged" in panel.empty_label.text() and "Restore it" in panel.empty_label.text()
+    assert not panel.buttons["rollback"].isEnabled()

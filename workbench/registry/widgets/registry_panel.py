@@ -43,6 +43,7 @@ from workbench.registry.widgets.versions_table import VersionsTable
 log = logging.getLogger(__name__)
 
 WATCH_DEBOUNCE_MS = 300
+WATCHED_FILES = ("registry.json", "aliases.json", "alias-history.jsonl")
 TOOLS_CATEGORY = "Model Tools"
 """The category of the model tools' commands, which the Explorer offers on a model file."""
 MODELS_CONTEXT = "models"
@@ -74,6 +75,7 @@ class RegistryPanel(QWidget):
         self.settings: RegistrySettings | None = None
         self.versions: list[ModelVersion] = []
         self.problems: dict[int, list[str]] = {}
+        self.alias_targets: dict[str, int] = {}
         self._keys = itertools.count(1)
         self.operations: list[Operation] = []
 
@@ -161,9 +163,10 @@ class RegistryPanel(QWidget):
             self.settings = read_settings(self.project_root, self._project_settings())
             self.registry = ModelRegistry(self.settings)
             self.versions = self.registry.list()
+            self.alias_targets = self.registry.aliases.all() if self.settings.folder.is_dir() else {}
             self.problems = {version.number: self.registry.problems(version) for version in self.versions}
         except (RegistryError, OSError) as exc:
-            self.versions, self.problems = [], {}
+            self.versions, self.problems, self.alias_targets = [], {}, {}
             self.empty_label.setText(f"The registry cannot be read: {exc}")
             self.stack.setCurrentWidget(self.empty_label)
             self._watch()
@@ -192,9 +195,17 @@ class RegistryPanel(QWidget):
         present = [folder for folder in folders if folder.is_dir()]
         return present if present else [self.settings.folder.parent]
 
+    def watched_files(self) -> list[Path]:
+        """The registry's own files: a change written in place (a hand edit) moves no entry of
+        the folder, so the folder's watch would miss it."""
+        if self.settings is None:
+            return []
+        return [path for path in (self.settings.folder / name for name in WATCHED_FILES) if path.is_file()]
+
     def _watch(self) -> None:
-        wanted = {str(folder) for folder in self.watched_folders()}
-        watched = set(self._watcher.directories())
+        # Paths replaced by renaming (every atomic write) leave the watcher: added again here.
+        wanted = {str(path) for path in [*self.watched_folders(), *self.watched_files()]}
+        watched = set(self._watcher.directories()) | set(self._watcher.files())
         if watched - wanted:
             self._watcher.removePaths(sorted(watched - wanted))
         if wanted - watched:
@@ -206,8 +217,9 @@ class RegistryPanel(QWidget):
     def close_down(self) -> None:
         """Stop following the folders (the window is closing)."""
         self._debounce.stop()
-        if self._watcher.directories():
-            self._watcher.removePaths(self._watcher.directories())
+        watched = self._watcher.directories() + self._watcher.files()
+        if watched:
+            self._watcher.removePaths(watched)
 
     # --- selection ----------------------------------------------------------------------------
 
@@ -227,8 +239,7 @@ class RegistryPanel(QWidget):
         for key in ("pin", "alias", "open", "remove"):
             self.buttons[key].setEnabled(version is not None)
         self.buttons["pin"].setText("Unpin" if version is not None and version.pinned else "Pin")
-        aliases = self.registry.aliases.all() if self.registry is not None and self._registry_folder_exists() else {}
-        self.buttons["rollback"].setEnabled(bool(aliases))
+        self.buttons["rollback"].setEnabled(bool(self.alias_targets))
         self.buttons["gc"].setEnabled(bool(self.versions))
 
     def _registry_folder_exists(self) -> bool:
