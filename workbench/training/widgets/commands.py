@@ -126,7 +126,7 @@ class TrainingCommands:
         return None
 
     def train_locally(self, hparams_file: str | None = None, overrides: list[str] | tuple = (),
-                      nproc: int = 1) -> Operation:
+                      nproc: int = 1, versions: dict | None = None) -> Operation:
         """Start a run with ``hparams_file`` (else the current editor's .hparams file, else the
         project's default), after saving the open files so the run uses what is on screen."""
         if hparams_file is None and not is_adopted(self.window.project.settings.get("training", {}) or {}):
@@ -134,7 +134,8 @@ class TrainingCommands:
         if "file.saveAll" in self.window.commands:
             self.window.commands.execute("file.saveAll")
         self.show_runs()
-        return self.session.start(str(hparams_file) if hparams_file else None, tuple(overrides), int(nproc))
+        return self.session.start(str(hparams_file) if hparams_file else None, tuple(overrides), int(nproc),
+                                  versions=versions)
 
     def train_with_file(self, path: str | Path) -> Operation:
         """The Explorer's "Train with This File" on a .hparams file."""
@@ -182,7 +183,7 @@ class TrainingCommands:
                               on_error=lambda exc: self.window.show_error(str(exc)))
 
     def _ask(self, files: list[str], schema, current: str | None) -> None:
-        from workbench.training.widgets.train_dialog import TrainDialog
+        from workbench.training.widgets.train_dialog import TrainDialog, read_version_choices
 
         root = Path(self.session.project_dir)
         if current is not None:
@@ -193,7 +194,9 @@ class TrainingCommands:
         elif files:
             default = str(self.window.project.settings.get("training", {}).get("hparams", "") or "")
             current = default if default in files else files[0]
-        dialog = TrainDialog(root, files, current, self.last_overrides, self.last_nproc, schema, self.window)
+        choices = read_version_choices(root, self.window.project.settings)
+        dialog = TrainDialog(root, files, current, self.last_overrides, self.last_nproc, schema, self.window,
+                             versions=choices)
         self.dialog = dialog
 
         def accepted() -> None:
@@ -201,7 +204,7 @@ class TrainingCommands:
             self.last_overrides, self.last_nproc = overrides, nproc
             if hparams_file is not None and not Path(hparams_file).is_absolute():
                 hparams_file = str(root / hparams_file)
-            self.train_locally(hparams_file, overrides, nproc)
+            self.train_locally(hparams_file, overrides, nproc, dialog.version_values())
 
         def rejected() -> None:
             # What was typed is kept for next time, as typed: closing the dialog to look

@@ -138,10 +138,14 @@ class TrainingSession(QObject):
         self.tasks.run(f"training.{name}#{next(self._ids)}", work, on_done=done, on_error=failed, title=title)
         return operation
 
-    def start(self, hparams_file: str | None = None, overrides: tuple[str, ...] = (), nproc: int = 1) -> Operation:
+    def start(self, hparams_file: str | None = None, overrides: tuple[str, ...] = (), nproc: int = 1,
+              versions: dict | None = None) -> Operation:
+        """``versions``: ``dataset_version``, ``from_version`` and ``register`` as RunService.start
+        takes them."""
         label = Path(hparams_file).name if hparams_file else "the project's hyper-parameters"
         return self.call("start", "start", hparams_file=hparams_file, overrides=tuple(overrides), nproc=nproc,
-                         title=f"Starting a run with {label}", on_done=self.sig_run_started.emit)
+                         title=f"Starting a run with {label}", on_done=self.sig_run_started.emit,
+                         **(versions or {}))
 
     def stop(self, run_id: str) -> Operation:
         return self.call("stop", "stop", run_id, title=f"Stopping {run_id}")

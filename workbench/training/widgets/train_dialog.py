@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
@@ -24,6 +25,49 @@ from workbench.training.hparams_files import parse_overrides
 from workbench.qt import theme
 
 NO_FILE = "(none: the schema's defaults)"
+ALL_DATA = "(the data as the script reads it)"
+FROM_SCRATCH = "(from scratch)"
+
+
+class VersionChoices:
+    """What the dialog offers to train on and from: ``(value, text)`` pairs of dataset versions
+    and model versions (aliases first), and whether this project can fine-tune from one."""
+
+    def __init__(self, datasets=(), models=(), fine_tunable: bool = True, fine_tunable_reason: str = ""):
+        self.datasets = list(datasets)
+        self.models = list(models)
+        self.fine_tunable = fine_tunable
+        self.fine_tunable_reason = fine_tunable_reason
+
+
+def read_version_choices(project_dir: Path, settings: dict) -> VersionChoices:
+    """The project's versions as the dialog lists them, newest first; none when the registry
+    cannot be read (the dialog still trains)."""
+    from workbench.registry import RegistryError, open_versions
+
+    try:
+        versions = open_versions(project_dir, settings)
+        datasets = [(v.name, f"{v.name}: {v.samples:,} samples" + (f" ({v.fraction:.0%})" if v.fraction not in
+                                                                   (None, 1.0) else "") + (f", {v.reason}" if v.reason else ""))
+                    for v in reversed(versions.datasets.list())]
+        models = []
+        found = list(reversed(versions.models.list()))
+        for version in found:
+            for alias in version.aliases:
+                models.append((alias, f"{alias} ({version.name})"))
+        metric = versions.settings.metric
+        for version in found:
+            value = version.metrics.get(metric) if metric else None
+            shown = f", {metric} {value:.4g}" if isinstance(value, (int, float)) else ""
+            models.append((version.name, f"{version.name}{shown}" + (f", dataset {version.info['dataset_version']}"
+                                                                    if version.info.get("dataset_version") else "")))
+    except (RegistryError, OSError):
+        return VersionChoices()
+    training = settings.get("training", {}) if isinstance(settings.get("training", {}), dict) else {}
+    if training.get("parameters") in ("argparse", "hydra"):
+        return VersionChoices(datasets, models, False, "Your script takes its own arguments: give it the weights "
+                              "of a version with your own flag in the fields above")
+    return VersionChoices(datasets, models)
 
 
 class TrainDialog(QDialog):
@@ -33,7 +77,8 @@ class TrainDialog(QDialog):
 
     def __init__(self, project_dir: Path, files: list[str], current: str | None = None,
                  overrides: list[str] | None = None, nproc: int = 1, schema=None,
-                 parent: QWidget | None = None, resume_from: tuple[str, int | None, dict] | None = None):
+                 parent: QWidget | None = None, resume_from: tuple[str, int | None, dict] | None = None,
+                 versions: "VersionChoices | None" = None):
         super().__init__(parent)
         self.schema = schema
         self.resume_from = resume_from
@@ -71,6 +116,27 @@ class TrainDialog(QDialog):
         form.addRow("Hyper-parameter file:", file_row)
         form.addRow("Overrides (key=value):", self.overrides)
         form.addRow("Processes:", self.nproc)
+        self.dataset_version = QComboBox()
+        self.from_version = QComboBox()
+        self.register = QCheckBox("Register the model as the next model version")
+        self.register.setChecked(True)
+        choices = versions or VersionChoices()
+        self.dataset_version.addItem(ALL_DATA, "")
+        for name, text in choices.datasets:
+            self.dataset_version.addItem(text, name)
+        self.dataset_version.setToolTip("Train on the samples of one dataset version only "
+                                        "(workbench dataset version cuts one)")
+        self.from_version.addItem(FROM_SCRATCH, "")
+        for name, text in choices.models:
+            self.from_version.addItem(text, name)
+        self.from_version.setToolTip("Fine-tune the weights of a model version (task_type=finetune)")
+        if resume_from is None:
+            form.addRow("Dataset version:", self.dataset_version)
+            form.addRow("Start from:", self.from_version)
+            form.addRow("", self.register)
+            if not choices.fine_tunable:
+                self.from_version.setEnabled(False)
+                self.from_version.setToolTip(choices.fine_tunable_reason)
         if resume_from is None:
             form.setRowVisible(self.summary, False)
         else:
@@ -99,6 +165,13 @@ class TrainDialog(QDialog):
         text = self.file.currentText().strip()
         overrides, _error = parse_overrides(self.overrides.toPlainText(), self.schema)
         return (None if not text or text == NO_FILE else text), overrides, self.nproc.value()
+
+    def version_values(self) -> dict:
+        """``dataset_version``, ``from_version`` (a number, alias or None) and ``register``, as
+        RunService.start takes them."""
+        return {"dataset_version": self.dataset_version.currentData() or None,
+                "from_version": self.from_version.currentData() or None,
+                "register": self.register.isChecked()}
 
     def typed_overrides(self) -> list[str]:
         """The overrides box's lines as typed (blank lines left out), checked or not."""
