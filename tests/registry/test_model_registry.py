@@ -287,3 +287,22 @@ def test_a_variant_is_filed_under_its_version_and_verifications_recorded(registr
     version = models().get(0)
     assert [f.name for f in version.files] == ["bestmodel_0000.pt", item.name, again.name]
     assert version.info["verifications"][0]["device"] == "pixel-7"
+
+
+def test_a_variant_written_again_beside_its_version_is_recorded_again_under_its_own_name(tmp_path):
+    from workbench.registry import open_versions
+
+    run = tmp_path / "runs" / "r" / "outputs"
+    run.mkdir(parents=True)
+    (run / "best.pt").write_bytes(b"weights")
+    models = open_versions(tmp_path, {}).models
+    models.register([(run / "best.pt", "best weights")], {}, run_folder=run.parent)
+    variant = models.folder / "bestmodel_0000.int8.onnx"
+    variant.write_bytes(b"first quantization")
+    first = models.add_variant("0000", variant, "int8 quantized")
+    variant.write_bytes(b"second quantization, bigger")
+    second = models.add_variant("0000", variant, "int8 quantized")
+    files = models.get("0000").files
+    assert first.name == second.name == "bestmodel_0000.int8.onnx" and second.stored == "in place"
+    assert [f.name for f in files] == ["bestmodel_0000.pt", "bestmodel_0000.int8.onnx"]
+    assert files[1].size == len(b"second quantization, bigger") and not models.problems(models.get("0000"))

@@ -2,23 +2,25 @@
 not read again: the cluster's data sync and the dataset versions of the registry both hash a
 project's data, and one cache serves both (``.workbench/data-hashes.json``).
 
-The cache is plain JSON; a damaged one is treated as empty (everything is hashed again), never
-as an error. Qt-free, stdlib only.
+The cache is JSON in columns (keys, sizes, modification times, hashes), read and written with
+orjson: a cut of a 100,000-file dataset loads and saves it once, and the standard library's json
+took longer over that than hashing the files that changed. A damaged cache is treated as empty
+(everything is hashed again), never as an error. Qt-free.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from pathlib import Path
 from typing import Callable
 
-from workbench.platform.atomic_files import write_text_atomically
+from workbench.platform.atomic_files import write_atomically
 
 log = logging.getLogger(__name__)
 
-_FORMAT = 1
+_FORMAT = 2
+_FORMAT_BY_PATH = 1   # {"files": {path: [size, mtime_ns, sha256]}}: read, never written
 _READ_CHUNK = 1 << 20
 
 
@@ -42,6 +44,12 @@ class HashCache:
             return entry[2]
         return None
 
+    @property
+    def entries(self) -> dict[str, tuple[int, int, str]]:
+        """``{path: (size, mtime_ns, sha256)}``, to read many at once without a call each
+        (do not change it: ``record`` does)."""
+        return self._entries
+
     def record(self, path: str, size: int, mtime_ns: int, sha256: str) -> None:
         if self._entries.get(path) != (size, mtime_ns, sha256):
             self._entries[path] = (size, mtime_ns, sha256)
@@ -64,17 +72,28 @@ class HashCache:
                 self._prepare_folder()
             else:
                 self.file.parent.mkdir(parents=True, exist_ok=True)
-            files = {path: list(entry) for path, entry in sorted(self._entries.items())}
-            write_text_atomically(self.file, json.dumps({"format": _FORMAT, "files": files},
-                                                        separators=(",", ":")))
+            import orjson
+
+            keys = sorted(self._entries)
+            entries = [self._entries[key] for key in keys]
+            write_atomically(self.file, orjson.dumps({
+                "format": _FORMAT, "keys": keys, "sizes": [entry[0] for entry in entries],
+                "mtimes": [entry[1] for entry in entries], "hashes": [entry[2] for entry in entries]}))
             self._changed = False
         except OSError as exc:
             log.warning("Could not save the file hash cache %s: %s", self.file, exc)
 
     def _load(self, file: Path) -> None:
+        import orjson
+
         try:
-            data = json.loads(file.read_text(encoding="utf-8"))
+            data = orjson.loads(file.read_bytes())
             if data.get("format") == _FORMAT:
+                keys, sizes, mtimes, hashes = data["keys"], data["sizes"], data["mtimes"], data["hashes"]
+                if not len(keys) == len(sizes) == len(mtimes) == len(hashes):
+                    raise ValueError("its columns differ in length")
+                self._entries = dict(zip(keys, zip(sizes, mtimes, hashes)))
+            elif data.get("format") == _FORMAT_BY_PATH:
                 self._entries = {str(path): (int(size), int(mtime), str(sha))
                                  for path, (size, mtime, sha) in data["files"].items()}
         except FileNotFoundError:

@@ -200,14 +200,15 @@ class DatasetVersions:
         """Write the next version's manifest, then its metadata (under the lock)."""
         existing = self.list()
         parent = existing[-1] if existing else None
-        changes = _changes(self._samples_of_parent(parent), {s.key: s for s in chosen})
+        lines = [sample.line() for sample in chosen]
+        changes = _line_changes(self._lines_of_parent(parent), lines)
         val_samples, val_sha, val_note = self._keep_val(now, new_val, reason)
         number = self.store.take_number("dataset", [v.number for v in existing])
         name = format_number(number)
         manifest = self.folder / f"{MANIFEST_PREFIX}{name}.txt"
         header = (f"# workbench dataset version {name}: {len(chosen):,} samples ({now.kind}); one a line"
                   + (": path, size, sha256" if now.kind == "files" else ": sample id") + "\n")
-        text = header + "".join(sample.line() + "\n" for sample in chosen)
+        text = header + "\n".join(lines) + "\n"
         self.folder.mkdir(parents=True, exist_ok=True)
         write_text_atomically(manifest, text)
         sizes = [sample.size for sample in chosen]
@@ -223,26 +224,20 @@ class DatasetVersions:
             {"format": _FORMAT, **version.to_json(), "manifest": manifest.name}, indent=2) + "\n")
         return version, changes, val_note
 
-    def _samples_of_parent(self, parent: DatasetVersion | None) -> dict[str, Sample]:
-        """The samples of the version before, to count what changed; none when its manifest is
-        missing or damaged (a new cut is the way out of that, so it must not be refused)."""
+    def _lines_of_parent(self, parent: DatasetVersion | None) -> list[str]:
+        """The sample lines of the version before, to count what changed; none when its
+        manifest is missing or damaged (a new cut is the way out of that, so it must not be
+        refused). The hash matching what this code wrote, the lines need no checking one by
+        one: a cut of 100,000 files would spend more on that than on hashing what changed."""
         if parent is None:
-            return {}
+            return []
         try:
             data = parent.manifest.read_bytes()
         except OSError:
-            return {}
+            return []
         if hashlib.sha256(data).hexdigest() != parent.manifest_sha256:
-            return {}
-        # The hash matches what this code wrote, so the lines need no checking one by one (a cut
-        # of 100,000 files would spend more on that than on hashing the files that changed).
-        samples = {}
-        for line in data.decode("utf-8").split("\n")[1:]:
-            if line:
-                key, _, rest = line.partition("\t")
-                size, _, sha = rest.partition("\t")
-                samples[key] = Sample(key, int(size) if size else None, sha)
-        return samples
+            return []
+        return [line for line in data.decode("utf-8").split("\n")[1:] if line]
 
     def _current(self, progress, cancel) -> CurrentSamples:
         return current_samples(self.project_dir, self.settings.data, self.python, progress, cancel)
@@ -347,6 +342,17 @@ def _first_part(samples: list[Sample], fraction: float | None) -> list[Sample]:
         return list(samples)
     ordered = sorted(samples, key=lambda s: hashlib.sha256(f"{ORDER_SEED}:{s.key}".encode("utf-8")).digest())
     return ordered[:max(1, math.ceil(len(ordered) * fraction - 1e-9))]
+
+
+def _line_changes(before: list[str], after: list[str]) -> DataChanges:
+    """``_changes`` from two manifests' lines: only the lines not in both are split into key,
+    size and hash (a cut where 1 % changed looks at 1 % of them)."""
+    old_lines, new_lines = set(before), set(after)
+    gone = {line.partition("\t")[0]: line for line in old_lines - new_lines}
+    came = {line.partition("\t")[0]: line for line in new_lines - old_lines}
+    return DataChanges(added=sorted(key for key in came if key not in gone),
+                       removed=sorted(key for key in gone if key not in came),
+                       changed=sorted(key for key in came if key in gone))
 
 
 def _changes(before: dict[str, Sample], after: dict[str, Sample]) -> DataChanges:

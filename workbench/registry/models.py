@@ -204,7 +204,12 @@ class ModelRegistry:
         version: ``bestmodel_NNNN<suffixes>`` beside the others, recorded in its YAML."""
         with self.store.locked():
             version = self.get(number)
-            name = _file_name(version.number, Path(path), {item.name for item in version.files})
+            if self.version_of_file(path) == version.number:
+                # Already the version's file, beside the others (a model tool wrote it there):
+                # recorded under its own name, again if it was before (its hash is new).
+                name = Path(path).name
+            else:
+                name = _file_name(version.number, Path(path), {item.name for item in version.files})
             target = self.folder / name
             if Path(path).resolve() == target.resolve():
                 stored = "in place"
