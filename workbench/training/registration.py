@@ -74,7 +74,10 @@ def version_record(info: RunInfo, folder: RunFolder) -> dict:
     outcome = folder.read_outcome() or {}
     best = _read_json(Path(info.run_dir) / BEST_RECORD)
     return {
-        "metrics": dict(info.final_metrics),
+        # The weights registered are the best epoch's: its evaluation values describe them. The
+        # run's last values (a test set scored at the end, say) are kept beside them.
+        "metrics": {**info.final_metrics, **_evaluation_at(folder, best.get("epoch"))},
+        "final_metrics": dict(info.final_metrics),
         "best": best or None,
         "dataset_version": info.dataset_version or None,
         "parent_version": info.from_version or None,
@@ -115,6 +118,28 @@ def _best_role(record_path: Path) -> str:
     if isinstance(value, (int, float)):
         text += f" ({value:.4g}" + (f" at epoch {best['epoch']}" if best.get("epoch") is not None else "") + ")"
     return text
+
+
+def _evaluation_at(folder: RunFolder, epoch) -> dict:
+    """The values logged with ``epoch`` (``val_loss``, ``val_acc`` …), the last such record."""
+    if not isinstance(epoch, int):
+        return {}
+    found: dict = {}
+    try:
+        with open(folder.metrics, encoding="utf-8") as lines:
+            for line in lines:
+                if '"epoch"' not in line:
+                    continue
+                try:
+                    record = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(record, dict) and record.get("epoch") == epoch:
+                    found = {key: value for key, value in record.items()
+                             if key not in ("step", "epoch", "time") and isinstance(value, (int, float))}
+    except OSError:
+        return {}
+    return found
 
 
 def _epochs_run(folder: RunFolder) -> int | None:
