@@ -306,3 +306,16 @@ def test_a_variant_written_again_beside_its_version_is_recorded_again_under_its_
     assert first.name == second.name == "bestmodel_0000.int8.onnx" and second.stored == "in place"
     assert [f.name for f in files] == ["bestmodel_0000.pt", "bestmodel_0000.int8.onnx"]
     assert files[1].size == len(b"second quantization, bigger") and not models.problems(models.get("0000"))
+
+
+def test_an_alias_rolled_back_from_its_first_version_goes_to_the_version_before(registry):
+    root, models = registry
+    for number in range(4):
+        register_run(models(), root, f"run-{number}", f"weights {number}".encode())
+    book = models()
+    book.remove(2)
+    book.set_alias("production", 3, reason="first release")
+    move = book.rollback("production")
+    assert (move.previous, move.version, move.action) == (3, 1, "rollback")
+    assert move.reason == "rollback to the version before 0003"
+    assert [(m.previous, m.version) for m in book.aliases.history("production")] == [(None, 3), (3, 1)]

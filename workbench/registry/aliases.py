@@ -97,9 +97,10 @@ class AliasBook:
             {name: format_number(target) for name, target in sorted(aliases.items())}, indent=2) + "\n")
         return entry
 
-    def rollback_target(self, alias: str) -> int:
+    def rollback_target(self, alias: str) -> int | None:
         """The version ``alias`` pointed to before it was last moved to where it is now: each
-        rollback goes one move further back, as an undo does."""
+        rollback goes one move further back, as an undo does. None when it pointed nowhere
+        before (its first move)."""
         current = self.all().get(alias)
         if current is None:
             raise RegistryError(f"there is no alias {alias!r}; set it with `workbench registry alias {alias} NNNN`.")
@@ -113,11 +114,8 @@ class AliasBook:
                 if undone:
                     undone -= 1
                     continue
-                if move.previous is None:
-                    break
                 return move.previous
-        raise RegistryError(f"{alias} has no earlier version to go back to (it points to "
-                            f"{format_number(current)}, its first).")
+        return None
 
     def at(self, alias: str, when: str) -> int | None:
         """Where ``alias`` pointed at ``when`` (an ISO time, as the history records them)."""

@@ -253,8 +253,18 @@ class ModelRegistry:
             return self.aliases.move(alias, version.number, reason)
 
     def rollback(self, alias: str, reason: str = "") -> AliasMove:
+        """Move ``alias`` back one move (an undo); an alias that was never anywhere else goes to
+        the version before the one it points to, the newest still registered."""
         with self.store.locked():
             target = self.aliases.rollback_target(alias)
+            if target is None:
+                current = self.aliases.all()[alias]
+                earlier = [number for number in self._numbers() if number < current]
+                if not earlier:
+                    raise RegistryError(f"{alias} has no earlier version to go back to: it points to "
+                                        f"{format_number(current)}, and no older version is registered.")
+                target = earlier[-1]
+                reason = reason or f"rollback to the version before {format_number(current)}"
             if target not in self._numbers():
                 raise RegistryError(f"{alias} was on version {format_number(target)} before, but that version was "
                                     f"removed; point it at another with `workbench registry alias {alias} NNNN`.")
