@@ -64,7 +64,7 @@ def test_an_identical_file_is_referred_to_not_stored_twice(registry):
     assert second.files[1].name == "bestmodel_0001.onnx"
     assert not (root / "registry" / "models" / "bestmodel_0001.pt").exists()
     assert models().weights_path(1) == root / "registry" / "models" / "bestmodel_0000.pt"
-    assert second.size == len(b"new graph")
+    assert second.own_size == len(b"new graph") and second.size == second.files[0].size + len(b"new graph")
 
 
 def test_numbers_only_grow_after_removal_and_gc(registry):

@@ -179,3 +179,18 @@ def test_a_killed_run_says_by_what_rather_than_a_bare_exit_code(qtbot, tmp_path)
     qtbot.addWidget(details)
     details.show_run(RunRow(run_info(tmp_path, "20260101-000001-000", state="terminated", exit_code=-9), False))
     assert tree_rows(details, "Run")["Exit code"] == "-9 (killed by SIGKILL)"
+
+
+def test_a_run_on_versions_names_its_dataset_its_parent_and_the_version_it_became(qtbot, tmp_path):
+    details = RunDetails()
+    qtbot.addWidget(details)
+    details.show_run(RunRow(run_info(tmp_path, "20260101-000001-000", state="completed", dataset_version="0005",
+                                     from_version="0004", model_version="0006",
+                                     registry_note="retention removed version 0003"), False))
+    rows = tree_rows(details, "Run")
+    assert rows["Dataset version"] == "0005" and rows["Fine-tuned from"] == "model version 0004"
+    assert rows["Model version"] == "0006 (retention removed version 0003)"
+    details.show_run(RunRow(run_info(tmp_path, "20260101-000002-000", state="completed",
+                                     registry_note="not registered (--no-register)"), False))
+    rows = tree_rows(details, "Run")
+    assert rows["Model version"] == "none: not registered (--no-register)" and "Dataset version" not in rows

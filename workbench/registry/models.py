@@ -68,10 +68,17 @@ class ModelVersion:
 
     @property
     def size(self) -> int:
+        """What the version's files weigh (those it shares with an earlier version too)."""
+        return sum(item.size for item in self.files)
+
+    @property
+    def own_size(self) -> int:
+        """What the version added to the registry: its files, not those it shares."""
         return sum(item.size for item in self.files if item.stored != "shared")
 
     def to_json(self) -> dict:
         return {"version": self.name, "aliases": self.aliases, "pinned": self.pinned, "size": self.size,
+                "own_size": self.own_size,
                 "files": [vars(item) for item in self.files], **{k: v for k, v in self.info.items()
                                                                   if k not in ("files", "version")}}
 

@@ -30,16 +30,25 @@ def install(window) -> None:
     dock = window.add_dock(REGISTRY_DOCK_ID, "Registry", panel, Qt.DockWidgetArea.BottomDockWidgetArea)
     panel.refresh()
     placed = [known]
-    if not known and not panel.versions:
-        dock.hide()
+
+    def place() -> None:
+        # First shown: as a tab beside the Runs dock, where a run's versions are looked for
+        # (side by side, the two panels' tables would need more width than most screens have).
+        runs = window.findChild(QDockWidget, "dock-runs")
+        if runs is not None and not runs.isHidden() and window.dockWidgetArea(runs) == window.dockWidgetArea(dock):
+            window.tabifyDockWidget(runs, dock)
+            runs.raise_()
+        placed[0] = True
+
+    if not known:
+        if panel.versions:
+            place()
+        else:
+            dock.hide()
 
     def show() -> None:
         if not placed[0]:
-            # First shown: as a tab beside the Runs dock, where a run's versions are looked for.
-            runs = window.findChild(QDockWidget, "dock-runs")
-            if runs is not None and not runs.isHidden() and window.dockWidgetArea(runs) == window.dockWidgetArea(dock):
-                window.tabifyDockWidget(runs, dock)
-            placed[0] = True
+            place()
         dock.show()
         dock.raise_()
 

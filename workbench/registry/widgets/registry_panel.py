@@ -16,14 +16,14 @@ import logging
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import QFileSystemWatcher, QPoint, Qt, QTimer, Signal
+from PySide6.QtCore import QFileSystemWatcher, QPoint, QSize, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
-    QHBoxLayout,
     QLabel,
     QMenu,
     QMessageBox,
     QSplitter,
     QStackedWidget,
+    QToolBar,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -80,9 +80,12 @@ class RegistryPanel(QWidget):
         self.operations: list[Operation] = []
 
         self.buttons: dict[str, QToolButton] = {}
-        bar = QHBoxLayout()
-        bar.setContentsMargins(4, 2, 4, 2)
-        bar.setSpacing(2)
+        # A tool bar, not a row of buttons: in a narrow dock the buttons that do not fit go to
+        # its » menu instead of widening the dock past the window.
+        bar = QToolBar()
+        bar.setObjectName("registry-toolbar")
+        bar.setIconSize(QSize(16, 16))
+        bar.setContentsMargins(4, 0, 4, 0)
         for key, text, tip, run in (
                 ("refresh", "Refresh", "Read the registry again", self.refresh),
                 ("pin", "Pin", "Pin or unpin the selected version (retention keeps a pinned one)",
@@ -110,7 +113,6 @@ class RegistryPanel(QWidget):
         open_menu.aboutToShow.connect(lambda: self._fill_tools_menu(open_menu))
         self.buttons["open"].setMenu(open_menu)
         self.buttons["open"].setPopupMode(QToolButton.ToolButtonPopupMode.MenuButtonPopup)
-        bar.addStretch(1)
 
         self.table = VersionsTable()
         self.table.itemSelectionChanged.connect(self._selection_changed)
@@ -142,7 +144,7 @@ class RegistryPanel(QWidget):
         column = QVBoxLayout(self)
         column.setContentsMargins(0, 0, 0, 0)
         column.setSpacing(0)
-        column.addLayout(bar)
+        column.addWidget(bar)
         column.addWidget(self.stack, 1)
         column.addWidget(self.status_line)
 

@@ -142,6 +142,12 @@ class RunDetails(QWidget):
             add(run, "Git commit", commit + (" + uncommitted changes (git.patch)" if info.git_dirty else ""))
         if info.resumed_from:
             add(run, "Resumed from", info.resumed_from)
+        add(run, "Dataset version", getattr(info, "dataset_version", ""))
+        add(run, "Fine-tuned from", f"model version {info.from_version}" if getattr(info, "from_version", "") else "")
+        if getattr(info, "model_version", ""):
+            add(run, "Model version", info.model_version + (f" ({info.registry_note})" if info.registry_note else ""))
+        elif getattr(info, "registry_note", "") and info.state == "completed":
+            add(run, "Model version", f"none: {info.registry_note}")
         add(run, "Started", _when(info.started_at))
         for resume in getattr(info, "resumes", None) or []:
             add(run, "Resumed", _resume_text(resume))
