@@ -124,3 +124,35 @@ def test_the_cli_trains_on_a_version_and_the_summary_names_the_model_version(dig
                              capture_output=True, text=True, env=env, timeout=120)
     assert refused.returncode == 1
     assert refused.stderr.strip().splitlines()[-1].startswith("workbench: Not started: there is no model version 0007")
+
+
+OWN_SCRIPT = '''\
+import argparse, torch
+parser = argparse.ArgumentParser()
+parser.add_argument("--scale", type=float, default=1.0)
+args = parser.parse_args()
+print(f"Epoch 1/1 - loss: {1 / args.scale:.4f}", flush=True)
+torch.save({"weight": torch.full((4,), args.scale)}, "model.pt")   # the project root, every run
+'''
+
+
+def test_a_script_of_ones_own_that_overwrites_its_model_keeps_each_version_whole(tmp_path):
+    """Its model.pt at the project root is rewritten by the next run: the registry holds a copy
+    (a hard link would change with it), and each version keeps its own weights."""
+    import torch
+
+    project = tmp_path / "own"
+    project.mkdir()
+    (project / "train.py").write_text(OWN_SCRIPT)
+    (project / "workbench.toml").write_text('[training]\nscript = "train.py"\nparameters = "argparse"\n')
+    service = RunService(project)
+    for scale in (2.0, 3.0):
+        run = service.wait(service.start(overrides=[f"scale={scale}"]).id, timeout=240)
+        assert run.state == "completed", _log(run)[-2000:]
+    versions = open_versions(project).models.list()
+    assert [v.name for v in versions] == ["0000", "0001"]
+    assert [v.weights.stored for v in versions] == ["copy", "copy"] or {v.weights.stored for v in versions} == {"reflink"}
+    for version, scale in zip(versions, (2.0, 3.0)):
+        weights = torch.load(project / "registry" / "models" / version.weights.name)
+        assert torch.equal(weights["weight"], torch.full((4,), scale))
+        assert version.info["hyper_parameters"]["scale"] == scale and version.weights.role == "weights at the run's end"
