@@ -22,6 +22,8 @@ demo=${WORKBENCH_DEMO_DIR:-$(mktemp -d /tmp/workbench-demo.XXXXXX)}
 export QT_QPA_PLATFORM=offscreen
 .venv/bin/workbench new --template digits "$demo/digits"
 .venv/bin/workbench train "$demo/digits" --set num_epochs=2
+# The completed run registered its best weights as model version 0000 (docs/versions.md).
+.venv/bin/workbench registry list "$demo/digits"
 # The trained model through the model tools: ONNX, int8, and the two side by side.
 model=$(ls "$demo"/digits/runs/*/outputs/model.pt | tail -n 1)
 .venv/bin/workbench model convert "$model"
