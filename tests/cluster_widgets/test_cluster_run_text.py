@@ -62,7 +62,7 @@ def test_the_model_among_the_products_is_the_file_a_model_tool_opens():
 
 
 def test_a_sync_plan_is_grouped_with_sizes_and_reasons_and_empty_groups_left_out():
-    plan = SyncPlan(remote_dir="/data/key", send=[PlannedFile("data/a.bin", 3 * 1024 * 1024, "changed")],
+    plan = SyncPlan(remote_dir="/data/key", send=[PlannedFile("data/a.bin", 3_000_000, "changed")],
                     unchanged=["data/b.bin"], skipped=[LeftOut("data/link", "symbolic link")],
                     refs=[DataRef("imagenet", "/shared/imagenet", exists=False)])
     groups = {key: (title, rows) for key, title, rows in plan_groups(plan)}

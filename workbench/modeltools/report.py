@@ -11,6 +11,7 @@ import io
 import math
 from dataclasses import dataclass, field
 from typing import Any
+from workbench.platform.byte_sizes import format_size  # noqa: F401  (the reports' sizes)
 
 
 @dataclass
@@ -206,18 +207,6 @@ def format_figure(name: str, value: Any) -> str:
     if isinstance(value, int) or (isinstance(value, float) and value.is_integer() and abs(value) >= 1e4):
         return f"{int(value):,}"
     return format_cell(value)
-
-
-def format_size(size: float) -> str:
-    """Bytes as "164.5 KB" or "1.2 MB" (1 KB = 1000 bytes, as file managers count)."""
-    value = float(size)
-    if abs(value) < 1000:
-        return f"{value:.0f} B"
-    for unit in ("KB", "MB", "GB", "TB"):
-        value /= 1000
-        if abs(value) < 999.95 or unit == "TB":
-            return f"{value:.1f} {unit}"
-    return f"{size} B"
 
 
 def _significant(value: float) -> str:

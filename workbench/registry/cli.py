@@ -392,13 +392,9 @@ def _headline_metric(found) -> str:
 
 
 def _size(size: int | None) -> str:
-    if size is None:
-        return "-"
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return str(size)
+    from workbench.platform.byte_sizes import format_size
+
+    return "-" if size is None else format_size(size)
 
 
 def _number(value) -> str:

@@ -6,19 +6,11 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import QAbstractItemView, QHeaderView, QTreeWidget, QTreeWidgetItem, QWidget
+from workbench.platform.byte_sizes import format_size
 
 GROUP_ROLE = Qt.ItemDataRole.UserRole
 # Groups shown open: what is sent, and what is not sent although the settings name it.
 OPEN_GROUPS = ("send", "skipped")
-
-
-def format_size(count: int) -> str:
-    size = float(count)
-    for unit in ("B", "KB", "MB", "GB"):
-        if size < 1024 or unit == "GB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} TB"
 
 
 def plan_groups(plan) -> list[tuple[str, str, list[tuple[str, str, str]]]]:

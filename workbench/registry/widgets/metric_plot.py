@@ -8,8 +8,6 @@ soon as there are versions.
 
 from __future__ import annotations
 
-import sys
-import threading
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QStackedLayout, QVBoxLayout, QWidget
@@ -17,30 +15,11 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QStackedLayout, QV
 from workbench.qt import theme
 from workbench.registry.models import ModelVersion
 from workbench.registry.widgets.version_rows import metric_names, points
+from workbench.qt.plot_loading import preload_pyqtgraph
 
 LINE_COLOUR = "#1f77b4"
 SELECTED_COLOUR = "#ff7f0e"
 NO_METRICS_TEXT = "The versions record no metrics to plot."
-
-_preloading: list[threading.Thread] = []
-
-
-def preload_pyqtgraph() -> None:
-    """Start importing pyqtgraph on a background thread (once): its import makes no QObject,
-    and a later import on the GUI thread waits for this one instead of starting over."""
-    if "pyqtgraph" in sys.modules or _preloading:
-        return
-    thread = threading.Thread(target=_import_pyqtgraph, name="pyqtgraph-import", daemon=True)
-    _preloading.append(thread)
-    thread.start()
-
-
-def _import_pyqtgraph() -> None:
-    try:
-        import pyqtgraph  # noqa: F401
-    except Exception:  # reported when the plot is built, on the GUI thread
-        pass
-
 
 class MetricPlot(QWidget):
     """The chosen metric of every version against its number."""

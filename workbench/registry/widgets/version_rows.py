@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workbench.registry.models import ModelRegistry, ModelVersion
+from workbench.platform.byte_sizes import format_size  # noqa: F401  (the panel's sizes)
 
 # The names most projects log, in the order a reader looks for them.
 HEADLINE_METRICS = ("val_acc", "val_loss", "acc", "loss", "test_acc", "test_loss")
@@ -51,16 +52,6 @@ def metric_columns(settings_metric: str, versions: list[ModelVersion]) -> list[s
 
 def format_metric(value: float | None) -> str:
     return "" if value is None else f"{value:.4g}"
-
-
-def format_size(size: int) -> str:
-    """``164.5 KB``: bytes in the unit that keeps the number short."""
-    value = float(size)
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GB"
 
 
 def format_created(stamp: str) -> str:

@@ -10,14 +10,13 @@ the first point waits for it.
 from __future__ import annotations
 
 import math
-import sys
-import threading
 from typing import Iterable
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QBoxLayout, QLabel, QStackedLayout, QVBoxLayout, QWidget
 
 from workbench.qt import theme
+from workbench.qt.plot_loading import preload_pyqtgraph
 
 # (plot id, y-axis label, where its legend goes: (x, y) offset, negative from the right/bottom;
 # None: no legend, the axis says what the one curve of a run is)
@@ -30,27 +29,6 @@ PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
 NOT_METRICS = ("step", "epoch", "time")
 EMPTY_TEXT = ("Waiting for the first metrics…\nThe script reports them through workbench_trainkit, "
               "or by printing lines such as  step=10 loss=0.52 acc=0.91")
-
-
-_preloading: list[threading.Thread] = []
-
-
-def preload_pyqtgraph() -> None:
-    """Start importing pyqtgraph on a background thread (once). Its import creates no QObject,
-    only value types, so it is safe off the GUI thread; a later import on the GUI thread waits
-    for this one instead of starting over."""
-    if "pyqtgraph" in sys.modules or _preloading:
-        return
-    thread = threading.Thread(target=_import_pyqtgraph, name="pyqtgraph-import", daemon=True)
-    _preloading.append(thread)
-    thread.start()
-
-
-def _import_pyqtgraph() -> None:
-    try:
-        import pyqtgraph  # noqa: F401
-    except Exception:  # reported when the plots are built, on the GUI thread
-        pass
 
 
 def plot_for(name: str) -> str:
