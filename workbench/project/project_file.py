@@ -126,6 +126,17 @@ def ensure_state_dir(root: Path) -> Path:
     return state
 
 
+def enclosing_project(path: Path | str | None = None) -> Path | None:
+    """The nearest folder at or above ``path`` (default: the current folder) that holds a
+    workbench.toml; None when there is none. ``path`` must exist (a file counts as its folder)."""
+    start = Path(path or Path.cwd()).expanduser().absolute()
+    folder = start if start.is_dir() else start.parent
+    for candidate in (folder, *folder.parents):
+        if (candidate / PROJECT_FILE).is_file():
+            return candidate
+    return None
+
+
 def data_hash_cache(root: Path | str):
     """The project's cache of its data files' sha256 by size and mtime, in
     ``.workbench/data-hashes.json``: the cluster's data sync and the dataset versions share it."""

@@ -48,15 +48,16 @@ def _versions(project: Path | None):
 
 def _project_root(path: Path | None) -> Path:
     """The nearest folder at or above ``path`` (default: here) with a workbench.toml."""
+    from workbench.project.project_file import enclosing_project
+
     start = (path or Path.cwd()).expanduser().absolute()
     if not start.exists():
         raise _failure(f"{start} does not exist. Give the folder of a project.")
-    folder = start if start.is_dir() else start.parent
-    for candidate in (folder, *folder.parents):
-        if (candidate / "workbench.toml").is_file():
-            return candidate
-    raise _failure(f"{folder} is not in a Workbench project (no workbench.toml in it or above it). Give the "
-                   "project's folder, or make one with `workbench init`.")
+    found = enclosing_project(start)
+    if found is None:
+        raise _failure(f"{start} is not in a Workbench project (no workbench.toml in it or above it). Give the "
+                       "project's folder, or make one with `workbench init`.")
+    return found
 
 
 # ---------------------------------------------------------------------------------------------

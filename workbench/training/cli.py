@@ -71,16 +71,17 @@ def project_root(path: Path | None) -> Path:
     above it with a workbench.toml; TrainingError (saying how to make one) when there is none."""
     from workbench.training.errors import TrainingError
 
+    from workbench.project.project_file import enclosing_project
+
     start = (path or Path.cwd()).expanduser().absolute()
     if not start.exists():
         raise TrainingError(f"{start} does not exist. Give the folder of a project.")
-    folder = start if start.is_dir() else start.parent
-    for candidate in (folder, *folder.parents):
-        if (candidate / "workbench.toml").is_file():
-            return candidate
+    found = enclosing_project(start)
+    if found is not None:
+        return found
     from workbench.training.run_spec import not_a_project_message
 
-    raise TrainingError(not_a_project_message(folder))
+    raise TrainingError(not_a_project_message(start if start.is_dir() else start.parent))
 
 
 def _service(project: Path | None):
