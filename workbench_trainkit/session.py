@@ -431,7 +431,8 @@ class TrainingSession:
         A failure to write it is not the run's failure: the run only loses that record."""
         if not self.is_main:
             return
-        record = json.dumps({"state": state, "step": self.step, "time": round(time.time(), 3)}) + "\n"
+        record = json.dumps({"state": state, "step": self.step, "time": round(time.time(), 3),
+                             "device": str(self.device), "processes": self.world_size}) + "\n"
         try:
             checkpoints.write_file_atomically(self.run_dir / OUTCOME_FILE,
                                               lambda file: file.write(record.encode("utf-8")))

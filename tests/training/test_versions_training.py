@@ -46,6 +46,7 @@ def test_a_run_on_a_dataset_version_trains_on_its_samples_and_registers_its_best
     assert record["dataset_version"] == half.name and record["parent_version"] is None
     assert record["hyper_parameters"]["num_epochs"] == 2 and record["run"]["id"] == run.id
     assert record["training"]["epochs"] == 2 and record["training"]["backend"] == "local"
+    assert record["training"]["device"] == "cpu" and record["training"]["processes"] == 1
     best = json.loads((Path(run.run_dir) / "outputs" / "best.json").read_text())
     assert record["best"]["metric"] == "val_acc" and record["best"]["value"] == best["value"]
     # The version's metrics are its weights': the best epoch's evaluation, the run's end beside.

@@ -83,9 +83,11 @@ def version_record(info: RunInfo, folder: RunFolder) -> dict:
         "parent_version": info.from_version or None,
         "hyper_parameters": dict(info.hparams),
         "training": {
-            "backend": info.backend, "cluster": info.cluster or None, "processes": info.nproc,
+            "backend": info.backend, "cluster": info.cluster or None,
+            "processes": outcome.get("processes") or info.nproc,
             "steps": outcome.get("step"), "epochs": _epochs_run(folder),
-            "device": info.hparams.get("device") or ("cluster" if info.cluster else "cpu"),
+            # As the training helpers saw it (cpu, cuda:0); unknown for a script of one's own.
+            "device": outcome.get("device"),
             "duration_s": round(info.duration, 1) if info.duration is not None else None,
             "script": info.script,
         },
