@@ -1,6 +1,7 @@
 """The registry's widgets: the Registry panel of a project window (model versions as a table and
-a metric across them, with pin, alias, rollback, open in a model tool, remove and retention), its
-Models ▸ Registry menu item and its palette commands.
+a metric across them, with pin, alias, rollback, open in a model tool, remove and retention; and
+dataset versions with their details and Cut Version…), its Models ▸ Registry and Models ▸ Cut
+Dataset Version… menu items and its palette commands.
 
 ``install(window)`` joins them to a project window after its first paint. A model opens in a
 tool through the window's command registry (the commands the Explorer offers on a model file),
@@ -41,7 +42,7 @@ def install(window) -> None:
         placed[0] = True
 
     if not known:
-        if panel.versions:
+        if panel.versions or panel.dataset_view.versions:
             place()
         else:
             dock.hide()
@@ -84,5 +85,7 @@ def _decorate_buttons(panel) -> None:
     icons = ThemedIcons(panel)
     for key, name in (("refresh", "refresh"), ("pin", "msc.pinned"), ("alias", "msc.tag"),
                       ("rollback", "undo"), ("open", "inspect"), ("remove", "remove"), ("gc", "clear"),
-                      ("history", "msc.history")):
+                      ("history", "msc.history"), ("cut", "cut")):
         decorate_button(icons, panel.buttons[key], name)
+    for view, name in (("models", "models"), ("datasets", "msc.database")):
+        decorate_button(icons, panel.view_buttons[view], name)

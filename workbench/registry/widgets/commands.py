@@ -1,5 +1,6 @@
-"""The Registry's commands in a project window: Models ▸ Registry shows the panel, and each thing
-one does with a version is a palette command too. Every command takes keyword arguments, so a
+"""The Registry's commands in a project window: Models ▸ Registry shows the panel, Models ▸ Cut
+Dataset Version… cuts the next dataset version, and each thing one does with a version is a
+palette command too. Every command takes keyword arguments, so a
 script or a test runs it without a menu (``commands.execute("registry.setAlias", version=3,
 alias="production", reason="passed QA")``); without them it acts on the selected version and
 asks what it needs."""
@@ -43,6 +44,11 @@ def register_commands(window, panel, show) -> list[str]:
         shown(lambda keep=None, confirm=True: panel.run_retention(keep, confirm)), category=CATEGORY,
         enabled=has_versions)
     add("registry.aliasHistory", "Alias History", shown(panel.show_alias_history), category=CATEGORY)
+    add("registry.cutDatasetVersion", "Cut Dataset Version…",
+        shown(lambda fraction=None, reason=None, new_val=False: panel.cut_dataset_version(fraction, reason, new_val)),
+        category=CATEGORY, menu="Models")
+    add("registry.showDatasets", "Dataset Versions",
+        shown(lambda: (panel.show_view("datasets"), panel.refresh())), category=CATEGORY)
     return ["registry.show", "registry.refresh", "registry.togglePin", "registry.setAlias",
             "registry.rollbackAlias", "registry.openInTool", "registry.remove", "registry.runRetention",
-            "registry.aliasHistory"]
+            "registry.aliasHistory", "registry.cutDatasetVersion", "registry.showDatasets"]

@@ -1,6 +1,7 @@
 """The Registry panel: the project's model versions as a table beside a plot of a metric across
 them, and what one does with a version (pin, alias, roll an alias back, open in a model tool,
-remove, run retention, read the alias history).
+remove, run retention, read the alias history); a switch at the left of its tool bar turns it to
+the dataset versions (``dataset_view.py``), where Cut Version… cuts the next one.
 
 Versions are listed on the GUI thread (reading a few hundred small YAML files is quick) when
 the panel opens, on Refresh, and shortly after anything under the registry folder changes:
@@ -18,6 +19,7 @@ from typing import Callable
 
 from PySide6.QtCore import QFileSystemWatcher, QPoint, QSize, Qt, QTimer, Signal
 from PySide6.QtWidgets import (
+    QButtonGroup,
     QLabel,
     QMenu,
     QMessageBox,
@@ -35,6 +37,7 @@ from workbench.registry.errors import RegistryError
 from workbench.registry.models import ModelRegistry, ModelVersion, RetentionReport
 from workbench.registry.settings import RegistrySettings, read_settings
 from workbench.registry.store import format_number
+from workbench.registry.widgets.dataset_view import DatasetView
 from workbench.registry.widgets.dialogs import AliasHistoryDialog, RollbackDialog, SetAliasDialog
 from workbench.registry.widgets.metric_plot import MetricPlot
 from workbench.registry.widgets.version_rows import file_to_open, format_size, metric_columns, project_metric
@@ -44,6 +47,14 @@ log = logging.getLogger(__name__)
 
 WATCH_DEBOUNCE_MS = 300
 WATCHED_FILES = ("registry.json", "aliases.json", "alias-history.jsonl")
+MODELS_VIEW = "models"
+DATASETS_VIEW = "datasets"
+VIEW_BUTTONS = {MODELS_VIEW: ("refresh", "pin", "alias", "rollback", "open", "remove", "gc", "history"),
+                DATASETS_VIEW: ("refresh", "cut")}
+"""The tool bar's buttons each view shows."""
+VIEW_BUTTON_STYLE = ("QToolButton { padding: 2px 6px; border: 1px solid transparent; border-radius: 3px; }"
+                     "QToolButton:checked { background: @INFO_BACKGROUND; border-color: @INFO_BORDER; }"
+                     "QToolButton:hover:!checked { border-color: @PANEL_BORDER; }")
 TOOLS_CATEGORY = "Model Tools"
 """The category of the model tools' commands, which the Explorer offers on a model file."""
 MODELS_CONTEXT = "models"
@@ -54,7 +65,7 @@ EMPTY_TEXT = ("No model versions yet.\n\nA run that makes a model registers it a
 
 
 class RegistryPanel(QWidget):
-    """The model versions of one project."""
+    """The model and dataset versions of one project."""
 
     sig_listed = Signal()
     """The table shows the registry as it is on disk now."""
@@ -80,12 +91,33 @@ class RegistryPanel(QWidget):
         self.operations: list[Operation] = []
 
         self.buttons: dict[str, QToolButton] = {}
+        self._bar_actions: dict[str, object] = {}
         # A tool bar, not a row of buttons: in a narrow dock the buttons that do not fit go to
         # its » menu instead of widening the dock past the window.
         bar = QToolBar()
         bar.setObjectName("registry-toolbar")
         bar.setIconSize(QSize(16, 16))
         bar.setContentsMargins(4, 0, 4, 0)
+        self.view_buttons: dict[str, QToolButton] = {}
+        self._view_group = QButtonGroup(self)
+        self._view_group.setExclusive(True)
+        for view, text, tip in ((MODELS_VIEW, "Models", "The model versions: every completed run's model"),
+                                (DATASETS_VIEW, "Datasets", "The dataset versions: manifests of the samples "
+                                                            "the data held when each was cut")):
+            button = QToolButton()
+            button.setObjectName(f"registry-view-{view}")
+            button.setText(text)
+            button.setToolTip(tip)
+            button.setCheckable(True)
+            button.setAutoRaise(True)
+            button.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+            theme.set_themed_style_sheet(button, VIEW_BUTTON_STYLE)
+            button.clicked.connect(lambda _checked=False, view=view: self.show_view(view))
+            self._view_group.addButton(button)
+            bar.addWidget(button)
+            self.view_buttons[view] = button
+        self.view_buttons[MODELS_VIEW].setChecked(True)
+        bar.addSeparator()
         for key, text, tip, run in (
                 ("refresh", "Refresh", "Read the registry again", self.refresh),
                 ("pin", "Pin", "Pin or unpin the selected version (retention keeps a pinned one)",
@@ -100,14 +132,16 @@ class RegistryPanel(QWidget):
                 ("gc", "Run Retention…", "Remove the versions retention does not keep",
                  lambda: self.run_retention()),
                 ("history", "Alias History", "Every alias move: when, from which version to which, why",
-                 lambda: self.show_alias_history())):
+                 lambda: self.show_alias_history()),
+                ("cut", "Cut Version…", "Cut the next dataset version from what the data holds now",
+                 lambda: self.cut_dataset_version())):
             button = QToolButton()
             button.setObjectName(f"registry-{key}")
             button.setText(text)
             button.setToolTip(tip)
             button.setAutoRaise(True)
             button.clicked.connect(run)
-            bar.addWidget(button)
+            self._bar_actions[key] = bar.addWidget(button)
             self.buttons[key] = button
         open_menu = QMenu(self.buttons["open"])
         open_menu.aboutToShow.connect(lambda: self._fill_tools_menu(open_menu))
@@ -135,6 +169,11 @@ class RegistryPanel(QWidget):
         self.stack = QStackedWidget()
         self.stack.addWidget(self.empty_label)
         self.stack.addWidget(self.splitter)
+        self.dataset_view = DatasetView(self.project_root, tasks, self.say, self._change, self.refresh)
+        self.dataset_view.setObjectName("registry-dataset-view")
+        self.views = QStackedWidget()
+        self.views.addWidget(self.stack)
+        self.views.addWidget(self.dataset_view)
         self.status_line = QLabel()
         self.status_line.setObjectName("registry-status")
         self.status_line.setWordWrap(True)
@@ -145,7 +184,7 @@ class RegistryPanel(QWidget):
         column.setContentsMargins(0, 0, 0, 0)
         column.setSpacing(0)
         column.addWidget(bar)
-        column.addWidget(self.stack, 1)
+        column.addWidget(self.views, 1)
         column.addWidget(self.status_line)
 
         self._watcher = QFileSystemWatcher(self)
@@ -156,13 +195,16 @@ class RegistryPanel(QWidget):
         self._debounce.setInterval(WATCH_DEBOUNCE_MS)
         self._debounce.timeout.connect(self.refresh)
         self._update_buttons()
+        self.show_view(MODELS_VIEW)
 
     # --- listing ------------------------------------------------------------------------------
 
     def refresh(self) -> None:
-        """Read the registry again and show it (the selected version stays selected)."""
+        """Read the registry again and show it (the selected versions stay selected)."""
+        project_settings = self._project_settings()
+        self.dataset_view.refresh(project_settings)
         try:
-            self.settings = read_settings(self.project_root, self._project_settings())
+            self.settings = read_settings(self.project_root, project_settings)
             self.registry = ModelRegistry(self.settings)
             self.versions = self.registry.list()
             self.alias_targets = self.registry.aliases.all() if self.settings.folder.is_dir() else {}
@@ -189,11 +231,11 @@ class RegistryPanel(QWidget):
         self.sig_listed.emit()
 
     def watched_folders(self) -> list[Path]:
-        """The registry folder and its models folder (the project folder while the registry
-        folder is not there yet, so its creation is seen)."""
+        """The registry folder and its models and datasets folders (the project folder while
+        the registry folder is not there yet, so its creation is seen)."""
         if self.settings is None:
             return [self.project_root]
-        folders = [self.settings.folder, self.settings.folder / "models"]
+        folders = [self.settings.folder, self.settings.folder / "models", self.settings.folder / "datasets"]
         present = [folder for folder in folders if folder.is_dir()]
         return present if present else [self.settings.folder.parent]
 
@@ -222,6 +264,28 @@ class RegistryPanel(QWidget):
         watched = self._watcher.directories() + self._watcher.files()
         if watched:
             self._watcher.removePaths(watched)
+
+    # --- views --------------------------------------------------------------------------------
+
+    @property
+    def view(self) -> str:
+        """The view shown: ``models`` or ``datasets``."""
+        return DATASETS_VIEW if self.views.currentWidget() is self.dataset_view else MODELS_VIEW
+
+    def show_view(self, view: str) -> None:
+        """Show the model versions (``models``) or the dataset versions (``datasets``)."""
+        if view not in VIEW_BUTTONS:
+            raise ValueError(f"{view!r} is not a view of the Registry panel: models or datasets.")
+        self.views.setCurrentWidget(self.dataset_view if view == DATASETS_VIEW else self.stack)
+        self.view_buttons[view].setChecked(True)
+        for key, action in self._bar_actions.items():
+            action.setVisible(key in VIEW_BUTTONS[view])
+
+    def cut_dataset_version(self, fraction: float | None = None, reason: str | None = None,
+                            new_val: bool = False) -> object:
+        """Show the dataset versions and cut the next one (without ``reason``: ask first)."""
+        self.show_view(DATASETS_VIEW)
+        return self.dataset_view.cut_version(fraction, reason, new_val)
 
     # --- selection ----------------------------------------------------------------------------
 

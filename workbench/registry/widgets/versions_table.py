@@ -26,7 +26,7 @@ LEADING_COLUMNS = ("Version", "Dataset")
 TRAILING_COLUMNS = ("Size", "Aliases", "Pinned", "Verified on", "Created")
 
 
-class _Cell(QTableWidgetItem):
+class SortableCell(QTableWidgetItem):
     """A cell that sorts by its SORT_ROLE value (numbers as numbers, blanks last)."""
 
     def __lt__(self, other: QTableWidgetItem) -> bool:
@@ -120,7 +120,7 @@ class VersionsTable(QTableWidget):
             (format_created(created), created or None, f"{created}" + (f" by {who}" if who else "")),
         ]
         for column, (text, sort_key, tooltip) in enumerate(cells):
-            item = _Cell(text)
+            item = SortableCell(text)
             item.setData(SORT_ROLE, sort_key)
             item.setData(NUMBER_ROLE, version.number)
             if tooltip:
