@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from PySide6.QtGui import QAction
 
 from tests.registry_widgets.conftest import TIMEOUT_MS, finish
 from workbench.registry.widgets.version_rows import format_size
@@ -285,3 +286,35 @@ def _no_data(near: Path) -> Path:
     root.mkdir(exist_ok=True)
     (root / "workbench.toml").write_text('[project]\nname = "nodata"\n', encoding="utf-8")
     return root
+
+
+def test_train_on_this_version_opens_the_train_dialog_with_the_version_chosen(data_project, qtbot):
+    from workbench.project import load_project
+    from workbench.registry.widgets import panel_of
+    from workbench.ui.project_window import ProjectWindow
+
+    window = ProjectWindow(load_project(data_project))
+    qtbot.addWidget(window)
+    window.show()
+    window.install_capabilities(("workbench.training.widgets:install", "workbench.registry.widgets:install"))
+    try:
+        panel = panel_of(window)
+        finish(qtbot, panel, lambda: window.commands.execute("registry.cutDatasetVersion", reason="first"))
+        qtbot.waitUntil(lambda: bool(panel.dataset_view.versions), timeout=TIMEOUT_MS)
+        panel.dataset_view.select_version(panel.dataset_view.versions[-1].number)
+        action = panel.dataset_view.context_menu().findChild(QAction, "registry-train-on")
+        assert action is not None and action.isEnabled()
+        action.trigger()
+        qtbot.waitUntil(lambda: _train_dialog(window) is not None, timeout=TIMEOUT_MS)
+        dialog = _train_dialog(window)
+        assert dialog.version_values()["dataset_version"] == "0000"
+        dialog.reject()
+    finally:
+        window.tasks.wait(TIMEOUT_MS)
+
+
+def _train_dialog(window):
+    from workbench.training.widgets.train_dialog import TrainDialog
+
+    found = [dialog for dialog in window.findChildren(TrainDialog) if dialog.isVisible()]
+    return found[0] if found else None

@@ -59,3 +59,13 @@ def test_a_script_of_ones_own_cannot_be_started_from_a_version_by_the_dialog(qtb
     dialog = TrainDialog(root, [], versions=read_version_choices(root, settings))
     qtbot.addWidget(dialog)
     assert not dialog.from_version.isEnabled() and "your own flag" in dialog.from_version.toolTip()
+
+
+def test_a_version_chosen_beforehand_comes_selected_and_an_unknown_one_is_ignored(qtbot, tmp_path):
+    root = _project(tmp_path)
+    dialog = TrainDialog(root, [], versions=read_version_choices(root, SETTINGS))
+    qtbot.addWidget(dialog)
+    dialog.choose_dataset_version("0000")
+    assert dialog.version_values()["dataset_version"] == "0000"
+    dialog.choose_dataset_version("0042")
+    assert dialog.version_values()["dataset_version"] == "0000"

@@ -71,6 +71,8 @@ class DatasetView(QWidget):
                  refresh_all: Callable[[], None], parent: QWidget | None = None):
         super().__init__(parent)
         self.project_root = Path(project_root)
+        # The window's commands (training's Train dialog is reached through them), when there are.
+        self.commands = None
         self.tasks = tasks
         self._say = say
         self._change = change
@@ -398,9 +400,17 @@ class DatasetView(QWidget):
                                        lambda number=other.number: self.compare(number))
             action.setObjectName(f"registry-compare-{other.name}")
         compare.setEnabled(bool(others))
+        train = menu.addAction("Train on This Version…", lambda: self.train_on(version.name))
+        train.setObjectName("registry-train-on")
+        train.setEnabled(version is not None and self.commands is not None
+                         and "training.trainWithHparams" in self.commands)
         menu.addSeparator()
         menu.addAction("Refresh", self._refresh_all).setObjectName("registry-refresh")
         return menu
+
+    def train_on(self, version: str):
+        """Open the Train dialog with this dataset version chosen."""
+        return self.commands.execute("training.trainWithHparams", dataset_version=version)
 
     def _show_context_menu(self, position: QPoint) -> None:
         if self.table.itemAt(position) is None:

@@ -170,6 +170,7 @@ class RegistryPanel(QWidget):
         self.stack.addWidget(self.empty_label)
         self.stack.addWidget(self.splitter)
         self.dataset_view = DatasetView(self.project_root, tasks, self.say, self._change, self.refresh)
+        self.dataset_view.commands = commands
         self.dataset_view.setObjectName("registry-dataset-view")
         self.views = QStackedWidget()
         self.views.addWidget(self.stack)

@@ -142,11 +142,14 @@ class TrainingCommands:
         return self.train_locally(str(path))
 
     def train_with_hparams(self, hparams_file: str | None = None, overrides: list[str] | None = None,
-                           nproc: int | None = None) -> Operation | None:
+                           nproc: int | None = None, dataset_version: str | None = None) -> Operation | None:
         """Ask for the file, overrides and processes in a small dialog (or take them as
-        arguments), then start the run."""
+        arguments), then start the run. ``dataset_version`` comes chosen in the dialog (the
+        Registry's Train on This Version)."""
         if hparams_file is not None or overrides is not None or nproc is not None:
-            return self.train_locally(hparams_file, overrides or (), nproc or 1)
+            versions = {"dataset_version": dataset_version} if dataset_version else None
+            return self.train_locally(hparams_file, overrides or (), nproc or 1, versions)
+        self.chosen_dataset_version = dataset_version
         settings = self.window.project.settings.get("training", {})
         if is_adopted(settings if isinstance(settings, dict) else {}):
             self._ask_arguments(dict(settings))
@@ -197,6 +200,8 @@ class TrainingCommands:
         choices = read_version_choices(root, self.window.project.settings)
         dialog = TrainDialog(root, files, current, self.last_overrides, self.last_nproc, schema, self.window,
                              versions=choices)
+        dialog.choose_dataset_version(getattr(self, "chosen_dataset_version", None))
+        self.chosen_dataset_version = None
         self.dialog = dialog
 
         def accepted() -> None:

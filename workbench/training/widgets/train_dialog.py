@@ -166,6 +166,12 @@ class TrainDialog(QDialog):
         overrides, _error = parse_overrides(self.overrides.toPlainText(), self.schema)
         return (None if not text or text == NO_FILE else text), overrides, self.nproc.value()
 
+    def choose_dataset_version(self, version: str | None) -> None:
+        """Start with ``version`` chosen (when the project has it)."""
+        index = self.dataset_version.findData(version) if version else -1
+        if index >= 0:
+            self.dataset_version.setCurrentIndex(index)
+
     def version_values(self) -> dict:
         """``dataset_version``, ``from_version`` (a number, alias or None) and ``register``, as
         RunService.start takes them."""
