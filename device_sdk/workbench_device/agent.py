@@ -8,7 +8,11 @@ sessions run side by side. The agent listens on loopback, plus the address the u
 Every connection is TLS 1.3 (``tls.py``, ``auth.py``). Its data folder (``--data-dir``) holds
 ``device.json`` (the device's id), ``link-key.pem`` and ``link-cert.pem`` (its TLS identity, the
 key readable by its user only), ``paired_hosts.json`` (the hosts' pinned certificates),
-``models/`` (by sha256), ``sessions/`` (one sandbox per open session) and ``agent.log``.
+``models/`` (by sha256), ``sessions/`` (one sandbox per open session), ``slots.json`` (the
+deployment slots and their models) and ``agent.log``.
+
+Besides the debug link it serves the deployed slots to the device's own apps on a loopback port
+of their own (``--inference-port``; ``local_endpoint.py``).
 """
 
 from __future__ import annotations
@@ -33,9 +37,11 @@ from workbench_device.auth import NotTLS, upgrade
 from workbench_device.connection import AgentConnection
 from workbench_device.debugging import DebugRuns
 from workbench_device.device_info import _getprop, device_model
+from workbench_device.local_endpoint import EndpointError, InferenceEndpoint
 from workbench_device.logs import LogHub, say, setup_logging
 from workbench_device.pairing import LOCK_SECONDS, PairedHosts, Pairing, write_private_json
 from workbench_device.protocol import (
+    DEFAULT_INFERENCE_PORT,
     DEFAULT_MAX_RUN_PAYLOAD,
     DEFAULT_PORT,
     SUPPORTED_VERSIONS,
@@ -45,6 +51,7 @@ from workbench_device.protocol import (
 )
 from workbench_device.sessions import DEFAULT_MAX_SESSIONS, SessionRegistry
 from workbench_device.scripts import RunningScripts
+from workbench_device.slots import SlotRegistry
 from workbench_device.store import PUSH_MEMORY_BYTES, ModelStore
 from workbench_device.tls import IdentityError, load_or_make_identity, server_context, short_fingerprint
 from workbench_device.wire import FrameSocket
@@ -76,7 +83,10 @@ def _is_loopback(host: str) -> bool:
 
 class Agent:
     """The debug link's server. ``start()`` binds and serves on background threads;
-    ``stop()`` ends every connection. ``on_pairing_code(code)`` runs when the code changes."""
+    ``stop()`` ends every connection. ``on_pairing_code(code)`` runs when the code changes.
+    ``inference_port`` is the local inference endpoint's (0: a free one; None, the default
+    here: no endpoint; the command line's default is DEFAULT_INFERENCE_PORT, and its 0 means
+    none)."""
 
     def __init__(self, data_dir: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
                  name: Optional[str] = None, all_interfaces: bool = False,
@@ -85,7 +95,8 @@ class Agent:
                  max_payload: int = DEFAULT_MAX_RUN_PAYLOAD,
                  frame_timeout_s: float = FRAME_TIMEOUT_S,
                  push_memory_bytes: int = PUSH_MEMORY_BYTES,
-                 on_pairing_code: Optional[Callable[[str], None]] = None):
+                 on_pairing_code: Optional[Callable[[str], None]] = None,
+                 inference_port: Optional[int] = None):
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._data_lock = self._lock_data_dir()
@@ -110,6 +121,9 @@ class Agent:
                                on_new_code=self._code_changed)
         self.store = ModelStore(self.data_dir / "models", push_memory_bytes=push_memory_bytes)
         self.sessions = SessionRegistry(self.data_dir / "sessions", max_sessions)
+        self.slots = SlotRegistry(self.data_dir, self.store)
+        self.inference_port = inference_port
+        self.inference: Optional[InferenceEndpoint] = None
         self.max_connections = max(16, 4 * max_sessions)
         self.logs = LogHub(self)
         self.scripts = RunningScripts()
@@ -205,6 +219,16 @@ class Agent:
         if logger.level == logging.NOTSET:
             logger.setLevel(logging.DEBUG)
         logger.addHandler(self.logs)
+        # Before any request can come: a slot serves its model from the agent's first frame.
+        self.slots.restore()
+        if self.inference_port is not None:
+            try:
+                self.inference = InferenceEndpoint(self.slots, self.inference_port,
+                                                   self.max_payload, self.frame_timeout_s).start()
+            except EndpointError as exc:
+                self.stop()
+                raise AgentError(str(exc)) from None
+            self.inference_port = self.inference.port
         port = self.port
         try:
             for host in self._bind_hosts():
@@ -330,6 +354,9 @@ class Agent:
             connection.close()
         self.scripts.kill_all()
         self.debug_runs.kill_all()
+        if self.inference is not None:
+            self.inference.stop()
+        self.slots.close()
         self.store.close()
         for thread in self._threads:
             thread.join(timeout=2.0)
@@ -372,6 +399,10 @@ def _parser() -> argparse.ArgumentParser:
                              "is received into it and then written to its file (default "
                              f"{PUSH_MEMORY_BYTES >> 20}; 0 writes every push straight to its "
                              "file)")
+    parser.add_argument("--inference-port", type=int, default=DEFAULT_INFERENCE_PORT,
+                        help="loopback port on which apps on this device run the deployed "
+                             f"slots, without pairing (default {DEFAULT_INFERENCE_PORT}; 0 turns "
+                             "it off)")
     parser.add_argument("--json", action="store_true",
                         help="also print the address and pairing code as one JSON line")
     parser.add_argument("--verbose", action="store_true", help="log debug lines too")
@@ -385,6 +416,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = _parser().parse_args(argv)
     if args.max_sessions < 1:
         print("workbench-device-agent: --max-sessions must be at least 1", file=sys.stderr)
+        return 2
+    if not 0 <= args.inference_port <= 65535:
+        print("workbench-device-agent: --inference-port must be a port from 1 to 65535, or 0 "
+              "for no inference endpoint", file=sys.stderr)
         return 2
     if args.push_memory_mb < 0:
         print("workbench-device-agent: --push-memory-mb cannot be negative", file=sys.stderr)
@@ -407,7 +442,8 @@ def main(argv: Optional[List[str]] = None) -> int:
                       all_interfaces=args.all_interfaces, max_sessions=args.max_sessions,
                       mdns=not args.no_mdns, pairing_lock_s=args.pairing_lock_seconds,
                       push_memory_bytes=args.push_memory_mb << 20,
-                      on_pairing_code=announce_code)
+                      on_pairing_code=announce_code,
+                      inference_port=args.inference_port or None)
         agent.start()
     except (AgentError, OSError) as exc:
         print(f"workbench-device-agent: {exc}", file=sys.stderr)
@@ -419,11 +455,15 @@ def main(argv: Optional[List[str]] = None) -> int:
             "addresses": [f"{h}:{p}" for h, p in agent.addresses], "pairing_code": code,
             "name": agent.name, "device_id": agent.device_id, "protocol": VERSION,
             "agent_version": __version__, "data_dir": str(agent.data_dir), "pid": os.getpid(),
-            "cert_fingerprint": agent.identity.fingerprint}))
+            "cert_fingerprint": agent.identity.fingerprint,
+            "inference_port": agent.inference_port}))
     say(f"Pairing code: {code}")
     say(f"Certificate: {agent.fingerprint}")
     for host, port in agent.addresses:
         say(f"Listening on {host}:{port}")
+    if agent.inference is not None:
+        for host, port in agent.inference.addresses:
+            say(f"Inference endpoint on {host}:{port}")
 
     def stop(signum: int, frame: object) -> None:
         agent.stop()

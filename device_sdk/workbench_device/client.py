@@ -30,7 +30,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Deque, Dict, Optional, Set, Tuple, Union
+from typing import Any, Callable, Deque, Dict, List, Optional, Set, Tuple, Union
 
 from workbench_device import __version__
 from workbench_device.protocol import (
@@ -516,6 +516,45 @@ class DeviceClient:
         tune_for_tunnel(stream)
         self._tunnel = stream
         return stream
+
+    # --- deployment slots (protocol version 4) ---
+
+    def deploy_slot(self, slot: str, sha256: str, warm_runs: Optional[int] = None,
+                    runtime: Optional[str] = None, threads: Optional[int] = None,
+                    name: Optional[str] = None,
+                    timeout: Optional[float] = None) -> Dict[str, Any]:
+        """Switch ``slot`` to the pushed model ``sha256`` once it loaded and ran ``warm_runs``
+        times (default 3); slot, model, previous, load_ms, warm_ms, switched_at. RemoteError
+        ``runtime`` (the slot keeps its model) for a model the runtime cannot load, ``busy``
+        while another deploy of the slot runs."""
+        self._needs(4, "deploy to a slot")
+        fields: Dict[str, Any] = {"slot": slot, "model": sha256}
+        for field, value in (("warm_runs", warm_runs), ("runtime", runtime),
+                             ("threads", threads), ("name", name)):
+            if value is not None:
+                fields[field] = value
+        return _fields(self.request(Msg.SLOT_DEPLOY, timeout=timeout or max(self.timeout, 600.0),
+                                    **fields))
+
+    def list_slots(self) -> List[Dict[str, Any]]:
+        """Every slot: slot, model, since, served, errors, deploying, runtime, inputs, outputs."""
+        self._needs(4, "list slots")
+        return list(self.request(Msg.SLOT_LIST).header.get("slots") or [])
+
+    def run_slot(self, slot: str, inputs: Dict[str, Any],
+                 timeout: Optional[float] = None) -> Tuple[Dict[str, Any], str, float]:
+        """The outputs of the model deployed to ``slot`` for ``inputs``, the sha256 of that
+        model, and the device's run time in milliseconds."""
+        self._needs(4, "run a slot")
+        packed = pack_tensors(inputs)
+        reply = self.request(Msg.SLOT_RUN, packed.buffers, timeout=timeout, slot=slot,
+                             tensors=packed.descriptors)
+        outputs = unpack_tensors(reply.header.get("tensors", []), reply.payload)
+        return outputs, str(reply.header.get("model")), float(reply.header.get("run_ms", 0.0))
+
+    def remove_slot(self, slot: str) -> Dict[str, Any]:
+        self._needs(4, "remove a slot")
+        return _fields(self.request(Msg.SLOT_REMOVE, slot=slot))
 
     def _needs(self, version: int, what: str) -> None:
         if self.protocol < version:

@@ -549,6 +549,29 @@ class AgentConnection:
         except (OSError, ValueError):
             return True
 
+    # --- deployment slots (protocol version 4; slots.py) ---
+
+    def on_slot_deploy(self, header: Dict[str, Any], payload: Payload) -> Reply:
+        return Reply(self.agent.slots.deploy(header.get("slot"), header.get("model"),
+                                             header.get("warm_runs"), header.get("runtime"),
+                                             header.get("threads"), header.get("name")))
+
+    def on_slot_list(self, header: Dict[str, Any], payload: Payload) -> Reply:
+        return Reply({"slots": self.agent.slots.list()})
+
+    def on_slot_run(self, header: Dict[str, Any], payload: Payload) -> Reply:
+        feeds = unpack_tensors(header.get("tensors", []), payload.read())
+        outputs, sha256, run_ms = self.agent.slots.run(header.get("slot"), feeds)
+        packed = pack_tensors(outputs)
+        if packed.nbytes > self.agent.max_payload:
+            raise ProtocolError(Err.TOO_LARGE, f"the outputs are {packed.nbytes} bytes, over the "
+                                               f"{self.agent.max_payload}-byte payload limit")
+        return Reply({"slot": header.get("slot"), "model": sha256, "tensors": packed.descriptors,
+                      "run_ms": round(run_ms, 4)}, packed.buffers)
+
+    def on_slot_remove(self, header: Dict[str, Any], payload: Payload) -> Reply:
+        return Reply(self.agent.slots.remove(header.get("slot")))
+
     # --- debugging (protocol version 3) ---
 
     def _send_event(self, event: Dict[str, Any]) -> None:

@@ -1,4 +1,4 @@
-"""The debug link's wire protocol, versions 2 and 3: frames, message names, error codes, tensors.
+"""The debug link's wire protocol, versions 2 to 4: frames, message names, error codes, tensors.
 
 This module is the one definition of the protocol; the agent, ``client.py`` and the host side of
 Workbench import it. It does no I/O (``wire.py`` moves frames over sockets), so a parser bug can
@@ -23,12 +23,13 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 MAGIC = b"WBDL"
 # The highest protocol version this end speaks (what the agent announces).
-VERSION = 3
+VERSION = 4
 # Every protocol version this end speaks; hello picks the highest one both ends speak. Version 1
 # was clear text: an agent of this version answers its frames with "update Workbench" only.
 # Version 3 adds debugging a script on the device (debug.start, debug.stop, and debug.tunnel,
-# which turns its connection into a raw byte stream).
-SUPPORTED_VERSIONS = (2, 3)
+# which turns its connection into a raw byte stream). Version 4 adds deployment slots (slot.deploy,
+# slot.list, slot.run, slot.remove), also served to the device's own apps on a loopback port.
+SUPPORTED_VERSIONS = (2, 3, 4)
 # The version byte of a connection's frames until a hello chose another: every agent that speaks
 # TLS speaks it.
 FIRST_VERSION = 2
@@ -48,6 +49,8 @@ BASE_CHUNK = 4 * 1024 * 1024
 DEFAULT_MAX_RUN_PAYLOAD = 256 * 1024 * 1024
 
 DEFAULT_PORT = 7300
+# The local inference endpoint (version 4): loopback only, no TLS, no pairing; 0 turns it off.
+DEFAULT_INFERENCE_PORT = 7301
 SERVICE_TYPE = "_workbench-device._tcp.local."
 
 
@@ -73,6 +76,10 @@ class Msg:
     DEBUG_START = "debug.start"
     DEBUG_STOP = "debug.stop"
     DEBUG_TUNNEL = "debug.tunnel"
+    SLOT_DEPLOY = "slot.deploy"
+    SLOT_LIST = "slot.list"
+    SLOT_RUN = "slot.run"
+    SLOT_REMOVE = "slot.remove"
     CLOSE = "close"
     # Agent to host only.
     ERROR = "error"
@@ -83,12 +90,17 @@ class Msg:
 
     REQUESTS = (HELLO, PAIR_BEGIN, PAIR_FINISH, INFO, SESSION_OPEN, MODEL_HAS, PUSH_BEGIN, PUSH_CHUNK, PUSH_END,
                 MODEL_LOAD, MODEL_RUN, MODEL_BENCH, FILE_PUT, FILE_GET, SCRIPT_RUN, LOGS_SUBSCRIBE,
-                DEBUG_START, DEBUG_STOP, DEBUG_TUNNEL, CLOSE)
+                DEBUG_START, DEBUG_STOP, DEBUG_TUNNEL, SLOT_DEPLOY, SLOT_LIST, SLOT_RUN, SLOT_REMOVE,
+                CLOSE)
     # What a connection without a pinned certificate may send: it can only pair.
     BEFORE_AUTH = (HELLO, PAIR_BEGIN, PAIR_FINISH, CLOSE)
     # The protocol version a connection must have chosen (in hello) for these: on an older one
     # they are unknown types, as they are to an agent of that version.
-    SINCE = {DEBUG_START: 3, DEBUG_STOP: 3, DEBUG_TUNNEL: 3}
+    SINCE = {DEBUG_START: 3, DEBUG_STOP: 3, DEBUG_TUNNEL: 3, SLOT_DEPLOY: 4, SLOT_LIST: 4,
+             SLOT_RUN: 4, SLOT_REMOVE: 4}
+    # What the local inference endpoint (loopback, no pairing) serves: running and listing the
+    # deployed slots, nothing that changes the device.
+    LOCAL_INFERENCE = (SLOT_RUN, SLOT_LIST)
 
 
 def ok(request_type: str) -> str:

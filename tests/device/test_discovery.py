@@ -22,7 +22,7 @@ def test_mdns_finds_an_agent_announced_on_loopback_and_its_name_reaches_it(start
     found = browse(seconds=30, stop_when=lambda d: d.device_id == agent.device_id)
     [device] = [d for d in found if d.device_id == agent.device_id]
     assert (device.name, device.host, device.port) == ("Announced Phone", "127.0.0.1", agent.port)
-    assert device.protocol == 3 and device.source == "mdns"  # the highest it speaks
+    assert device.protocol == 4 and device.source == "mdns"  # the highest it speaks
 
     target = resolve("Announced Phone")
     assert (target.via, target.port) == ("mdns", agent.port)

@@ -212,7 +212,7 @@ def test_the_client_offers_its_versions_and_refuses_a_version_it_did_not_offer(s
     hellos = []
     client = scripted(lambda request: hellos.append(request) or [_reply(request, **next(answers))])
     assert client.hello("h")["protocol"] == 2 and client.protocol == 2
-    assert hellos[0]["versions"] == [2, 3] and hellos[0]["protocol"] == 3
+    assert hellos[0]["versions"] == [2, 3, 4] and hellos[0]["protocol"] == 4
     with pytest.raises(ProtocolError) as error:
         client.hello("h")
     assert error.value.code == Err.UNSUPPORTED_VERSION

@@ -46,7 +46,7 @@ def test_hello_tells_a_new_host_to_pair_and_a_paired_one_that_its_certificate_is
     identity = new_host_identity(agent)
     with DeviceClient.for_pairing("127.0.0.1", agent.port, identity) as client:
         hello = client.hello(HOST_ID)
-        assert hello["protocol"] == 3 and hello["versions"] == [2, 3]
+        assert hello["protocol"] == 4 and hello["versions"] == [2, 3, 4]
         assert hello["paired"] is False and hello["auth"] == "pairing"
         assert hello["cert_fingerprint"] == agent.identity.fingerprint == client.peer_fingerprint
         assert hello["device_id"] == agent.device_id and hello["name"] == agent.name
@@ -216,7 +216,8 @@ def test_a_paired_host_pairing_again_replaces_its_certificate(agent):
 @pytest.mark.parametrize("fields,chosen", [
     ({"protocol": 2}, 2), ({"versions": [2]}, 2), ({"versions": [2], "protocol": 9}, 2),
     ({"versions": [1, 2]}, 2), ({"protocol": 3}, 3), ({"versions": [3, 1, 2]}, 3),
-    ({"protocol": 9}, 3), ({"versions": [2, 3, 4]}, 3),
+    ({"protocol": 9}, 4), ({"versions": [2, 3, 4]}, 4), ({"versions": [2, 3]}, 3),
+    ({"versions": [2, 3, 4, 5]}, 4),
 ])
 def test_hello_answers_the_highest_version_both_speak(agent, fields, chosen):
     with raw_connection(agent) as sock:
@@ -224,22 +225,23 @@ def test_hello_answers_the_highest_version_both_speak(agent, fields, chosen):
         sock.sendall(encode_prefix(len(header), 0) + header)
         reply, _ = read_raw_frame(sock)
     assert reply["type"] == "hello.ok" and reply["protocol"] == chosen
-    assert reply["versions"] == [2, 3]
+    assert reply["versions"] == [2, 3, 4]
 
 
 def test_a_hello_with_no_version_in_common_gets_unsupported_version_and_may_try_again(agent):
     with DeviceClient.for_pairing("127.0.0.1", agent.port, new_host_identity(agent)) as client:
-        for fields in ({}, {"protocol": 1}, {"versions": [1]}, {"versions": [4, 5]}):
+        for fields in ({}, {"protocol": 1}, {"versions": [1]}, {"versions": [5, 6]}):
             with pytest.raises(RemoteError) as error:
                 client.request("hello", **fields)
             assert error.value.code == Err.UNSUPPORTED_VERSION, fields
-            assert error.value.extra["versions"] == [2, 3] and "2, 3" in error.value.message
+            assert error.value.extra["versions"] == [2, 3, 4]
+            assert "2, 3, 4" in error.value.message
         for fields in ({"versions": []}, {"versions": [2.0]}, {"versions": "2"},
                        {"protocol": "2"}, {"protocol": 0}, {"versions": [True]}):
             with pytest.raises(RemoteError) as error:
                 client.request("hello", **fields)
             assert error.value.code == Err.BAD_REQUEST, fields
-        assert client.hello(HOST_ID)["protocol"] == 3  # the connection goes on
+        assert client.hello(HOST_ID)["protocol"] == 4  # the connection goes on
 
 
 @pytest.mark.parametrize("request_type,fields", [

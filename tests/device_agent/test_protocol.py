@@ -54,7 +54,7 @@ def test_every_malformed_prefix_and_header_is_a_frame_error_with_its_code():
     cases = {
         "bad magic": (b"XXXX" + good[4:], Err.BAD_FRAME),
         "version 1 (clear text)": (good[:4] + b"\x01" + good[5:], Err.BAD_FRAME),
-        "version 4": (good[:4] + b"\x04" + good[5:], Err.BAD_FRAME),
+        "version 5": (good[:4] + b"\x05" + good[5:], Err.BAD_FRAME),
         "oversized header": (encode_prefix(MAX_HEADER + 1, 0), Err.TOO_LARGE),
         "oversized payload": (encode_prefix(2, 1 << 40) + b"{}", Err.TOO_LARGE),
         "not json": (encode_prefix(5, 0) + b"{nope", Err.BAD_FRAME),
@@ -227,9 +227,14 @@ def test_replies_are_named_after_their_requests():
     assert set(Msg.BEFORE_AUTH) <= set(Msg.REQUESTS)
     assert len(set(Err.ALL)) == len(Err.ALL) == 14 and Err.UNSUPPORTED_VERSION in Err.ALL
     assert Err.SCRIPT_EXITED in Err.ALL
-    # Version 3's messages are requests too, and need that version.
-    assert set(Msg.SINCE) == {Msg.DEBUG_START, Msg.DEBUG_STOP, Msg.DEBUG_TUNNEL} <= set(Msg.REQUESTS)
-    assert set(Msg.SINCE.values()) == {3}
+    # Version 3's and 4's messages are requests too, and need their version.
+    debugging = {Msg.DEBUG_START, Msg.DEBUG_STOP, Msg.DEBUG_TUNNEL}
+    slots = {Msg.SLOT_DEPLOY, Msg.SLOT_LIST, Msg.SLOT_RUN, Msg.SLOT_REMOVE}
+    assert set(Msg.SINCE) == debugging | slots and set(Msg.SINCE) <= set(Msg.REQUESTS)
+    assert {Msg.SINCE[kind] for kind in debugging} == {3}
+    assert {Msg.SINCE[kind] for kind in slots} == {4}
+    # The local inference endpoint serves running and listing slots only.
+    assert set(Msg.LOCAL_INFERENCE) == {Msg.SLOT_RUN, Msg.SLOT_LIST}
     # What a host says about a link is never an agent's reply.
     assert Err.CERTIFICATE_CHANGED not in Err.ALL and Err.NOT_PAIRED not in Err.ALL
     # A connection without a pinned certificate may only say hello and pair.
@@ -249,16 +254,17 @@ def test_a_clear_text_frame_of_version_1_is_built_for_old_hosts_and_refused_as_i
 
 
 def test_the_versions_this_end_speaks_leave_version_1_hosts_out():
-    assert VERSION == 3 and SUPPORTED_VERSIONS == (2, 3) and CLEAR_TEXT_VERSION == 1
+    assert VERSION == 4 and SUPPORTED_VERSIONS == (2, 3, 4) and CLEAR_TEXT_VERSION == 1
     for hello in ({}, {"protocol": 1}, {"versions": [1]}):  # what version 1 hosts send
         with pytest.raises(ProtocolError) as error:
             negotiate_version(hello)
         assert error.value.code == Err.UNSUPPORTED_VERSION
-        assert error.value.extra == {"versions": [2, 3]}
+        assert error.value.extra == {"versions": [2, 3, 4]}
     assert negotiate_version({"versions": [1, 2]}) == 2  # a version 2 host stays at 2
     assert negotiate_version({"protocol": 2}) == 2
     assert negotiate_version({"protocol": 3}) == 3
-    assert negotiate_version({"versions": [2, 3]}) == 3
+    assert negotiate_version({"versions": [2, 3]}) == 3  # a version 3 host stays at 3
+    assert negotiate_version({"versions": [2, 3, 4]}) == 4
 
 
 def test_a_hex_field_gives_its_bytes_and_refuses_anything_else():

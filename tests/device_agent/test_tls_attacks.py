@@ -262,7 +262,7 @@ def test_a_version_1_host_is_told_in_clear_text_to_update_workbench(agent):
     assert len(data) == PREFIX_SIZE + header_len  # one frame, then the agent closed
     header = json.loads(data[PREFIX_SIZE:])
     assert header["type"] == "error" and header["id"] is None
-    assert header["code"] == Err.UNSUPPORTED_VERSION and header["versions"] == [2, 3]
+    assert header["code"] == Err.UNSUPPORTED_VERSION and header["versions"] == [2, 3, 4]
     assert "update Workbench" in header["message"]
 
 

@@ -159,7 +159,7 @@ MALFORMED = {
     "bad magic": (b"NOPE" + DOCUMENTED_HELLO[4:], "bad_frame"),
     "version 1 inside TLS": (DOCUMENTED_HELLO[:4] + bytes([1]) + DOCUMENTED_HELLO[5:],
                              "bad_frame"),
-    "version 4": (DOCUMENTED_HELLO[:4] + bytes([4]) + DOCUMENTED_HELLO[5:], "bad_frame"),
+    "version 5": (DOCUMENTED_HELLO[:4] + bytes([5]) + DOCUMENTED_HELLO[5:], "bad_frame"),
     "header over 64 KiB": (prefix(MAX_HEADER + 1, 0) + b"{" * 100, "too_large"),
     "payload over 1 GiB": (prefix(2, (1 << 30) + 1) + b"{}", "too_large"),
     "header not JSON": (prefix(9, 0) + b"not json!", "bad_frame"),
