@@ -86,7 +86,8 @@ class Agent:
     ``stop()`` ends every connection. ``on_pairing_code(code)`` runs when the code changes.
     ``inference_port`` is the local inference endpoint's (0: a free one; None, the default
     here: no endpoint; the command line's default is DEFAULT_INFERENCE_PORT, and its 0 means
-    none)."""
+    none). With ``inference_optional`` an endpoint port that is taken (another agent on this
+    machine has it) is logged and the agent goes on without an endpoint."""
 
     def __init__(self, data_dir: Path, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
                  name: Optional[str] = None, all_interfaces: bool = False,
@@ -96,7 +97,7 @@ class Agent:
                  frame_timeout_s: float = FRAME_TIMEOUT_S,
                  push_memory_bytes: int = PUSH_MEMORY_BYTES,
                  on_pairing_code: Optional[Callable[[str], None]] = None,
-                 inference_port: Optional[int] = None):
+                 inference_port: Optional[int] = None, inference_optional: bool = False):
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._data_lock = self._lock_data_dir()
@@ -123,6 +124,7 @@ class Agent:
         self.sessions = SessionRegistry(self.data_dir / "sessions", max_sessions)
         self.slots = SlotRegistry(self.data_dir, self.store)
         self.inference_port = inference_port
+        self.inference_optional = inference_optional
         self.inference: Optional[InferenceEndpoint] = None
         self.max_connections = max(16, 4 * max_sessions)
         self.logs = LogHub(self)
@@ -226,9 +228,11 @@ class Agent:
                 self.inference = InferenceEndpoint(self.slots, self.inference_port,
                                                    self.max_payload, self.frame_timeout_s).start()
             except EndpointError as exc:
-                self.stop()
-                raise AgentError(str(exc)) from None
-            self.inference_port = self.inference.port
+                if not self.inference_optional:
+                    self.stop()
+                    raise AgentError(str(exc)) from None
+                log.warning("%s; serving without it", exc)
+            self.inference_port = self.inference.port if self.inference is not None else None
         port = self.port
         try:
             for host in self._bind_hosts():
@@ -399,10 +403,10 @@ def _parser() -> argparse.ArgumentParser:
                              "is received into it and then written to its file (default "
                              f"{PUSH_MEMORY_BYTES >> 20}; 0 writes every push straight to its "
                              "file)")
-    parser.add_argument("--inference-port", type=int, default=DEFAULT_INFERENCE_PORT,
+    parser.add_argument("--inference-port", type=int, default=None,
                         help="loopback port on which apps on this device run the deployed "
-                             f"slots, without pairing (default {DEFAULT_INFERENCE_PORT}; 0 turns "
-                             "it off)")
+                             f"slots, without pairing (default {DEFAULT_INFERENCE_PORT}, unless "
+                             "another agent has it; 0 turns it off)")
     parser.add_argument("--json", action="store_true",
                         help="also print the address and pairing code as one JSON line")
     parser.add_argument("--verbose", action="store_true", help="log debug lines too")
@@ -417,7 +421,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.max_sessions < 1:
         print("workbench-device-agent: --max-sessions must be at least 1", file=sys.stderr)
         return 2
-    if not 0 <= args.inference_port <= 65535:
+    if args.inference_port is not None and not 0 <= args.inference_port <= 65535:
         print("workbench-device-agent: --inference-port must be a port from 1 to 65535, or 0 "
               "for no inference endpoint", file=sys.stderr)
         return 2
@@ -443,7 +447,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                       mdns=not args.no_mdns, pairing_lock_s=args.pairing_lock_seconds,
                       push_memory_bytes=args.push_memory_mb << 20,
                       on_pairing_code=announce_code,
-                      inference_port=args.inference_port or None)
+                      inference_port=(DEFAULT_INFERENCE_PORT if args.inference_port is None
+                                      else args.inference_port or None),
+                      inference_optional=args.inference_port is None)
         agent.start()
     except (AgentError, OSError) as exc:
         print(f"workbench-device-agent: {exc}", file=sys.stderr)

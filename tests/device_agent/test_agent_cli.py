@@ -172,7 +172,7 @@ def test_the_agent_is_announced_by_mdns(start_agent):
             if record["device_id"] == agent.device_id:
                 break
         assert record == {"name": "Announced Phone", "device_id": agent.device_id,
-                          "protocol": "3", "port": agent.port}
+                          "protocol": "4", "port": agent.port}
     finally:
         zc.close()
 
