@@ -175,3 +175,16 @@ def test_a_first_open_takes_a_large_share_of_the_screen_but_never_less_than_1200
     assert first_open_size(QSize(1366, 740)) == QSize(1200, 780)  # a small laptop: the smallest size
     assert first_open_size(QSize(5120, 2800)) == QSize(2200, 1400)  # a huge screen: not all of it
     assert first_open_size(None) == QSize(1200, 780)
+
+
+def test_a_window_saved_larger_than_the_screen_comes_back_on_it(open_window, project, qtbot):
+    window = open_window(project)
+    available = window.screen().availableGeometry().size()
+    window.resize(available.width() + 900, available.height() + 300)
+    qtbot.wait(50)
+    window.close()
+    again = open_window(project)
+    smallest = again.minimumSizeHint()
+    assert again.width() <= max(available.width(), smallest.width())
+    assert again.height() <= max(available.height(), smallest.height())
+    again.close()

@@ -284,6 +284,10 @@ class ProjectWindow(QMainWindow):
             self.layout().activate()
             self.resize(size)
         self.dock_layout.restore_all()
+        if self.screen() is not None:  # saved on a larger screen (or grown past this one): back on this one
+            fits = self.size().boundedTo(self.screen().availableGeometry().size()).expandedTo(self.minimumSizeHint())
+            if fits != self.size():
+                self.resize(fits)
         self.menus.prune_empty()
         if self.settings.problems:
             # After the first paint, as one message: a bad line in a settings file never stops

@@ -46,6 +46,10 @@ def install(window) -> None:
             place()
         else:
             dock.hide()
+    else:
+        # Hidden until the saved layout shows it (or not): shown meanwhile, its table's height
+        # would make the window taller than it was saved.
+        dock.hide()
 
     def show() -> None:
         if not placed[0]:

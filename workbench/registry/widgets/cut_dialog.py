@@ -134,8 +134,9 @@ class CutDatasetVersionDialog(QDialog):
         column.addWidget(self.changes_view, 1)
         column.addWidget(self.error_label)
         column.addLayout(form)
+        column.addStretch(0)
         column.addWidget(self.buttons)
-        self.resize(560, 380)
+        self.resize(560, self.sizeHint().height())
 
     # --- what the view feeds in ---------------------------------------------------------------
 
@@ -156,6 +157,8 @@ class CutDatasetVersionDialog(QDialog):
         lines = change_lines(changes)
         self.changes_view.setPlainText("\n".join(lines))
         self.changes_view.setVisible(bool(lines))
+        # Room for the list when there is one; without, the dialog keeps to its fields.
+        self.resize(self.width(), 380 if lines else self.minimumSizeHint().height())
         self.cut_button.setEnabled(True)
         self.cut_button.setDefault(True)
         self.reason_edit.setFocus()
