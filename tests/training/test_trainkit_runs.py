@@ -77,7 +77,8 @@ def test_a_run_whose_supervisor_was_killed_ends_as_the_training_helpers_recorded
     assert done.state == "completed" and done.error == "" and done.final_metrics["step"] == 18
     assert (Path(info.run_dir) / "outputs" / "model.pt").is_file()
     outcome = json.loads((Path(info.run_dir) / "outcome.json").read_text())
-    assert outcome == {"state": "completed", "step": 18, "time": pytest.approx(time.time(), abs=60)}
+    assert outcome == {"state": "completed", "step": 18, "time": pytest.approx(time.time(), abs=60), "device": "cpu",
+                       "processes": 1}
     assert done.ended_at == outcome["time"]
 
     second = tiny.start(overrides=["num_epochs=1000"])
