@@ -90,17 +90,16 @@ def dataset_version_command(words, project, fraction, reason, new_val, as_json) 
     from workbench.clikit import ProgressLine
 
     versions = _versions(project)
+    latest = versions.datasets.latest()
     printer = None if as_json else ProgressLine()
     try:
-        pending = versions.datasets.pending(progress=printer)
-        if printer is not None:
-            printer.close()
-            if pending.any and versions.datasets.latest() is not None:
-                click.echo(_changes_text(pending, f"since {versions.datasets.latest().name}"))
-        result = versions.datasets.cut(fraction=fraction, reason=reason, new_val=new_val)
+        # One look at the data: the cut says what it holds that the version before did not.
+        result = versions.datasets.cut(fraction=fraction, reason=reason, new_val=new_val, progress=printer)
     finally:
         if printer is not None:
             printer.close()
+    if not as_json and latest is not None and result.changes.any:
+        click.echo(_changes_text(result.changes, f"since {latest.name}"))
     version = result.version
     text = (f"Cut dataset version {version.name}: {version.samples:,} samples"
             + (f" ({fraction:.0%} of the data)" if fraction not in (None, 1.0) else "")
