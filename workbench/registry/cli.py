@@ -157,7 +157,7 @@ def dataset_show_command(words, project, as_json) -> None:
              f"  parent     {version.parent:04d} (+{version.added} -{version.removed} ~{version.changed})"
              if version.parent is not None else "  parent     none (the first version)"]
     if version.val_samples is not None:
-        lines.append(f"  validation {version.val_samples:,} samples in val.txt (sha256 {version.val_sha256[:12]}…)")
+        lines.append(f"  validation {version.val_samples:,} sample{'' if version.val_samples == 1 else 's'} in val.txt (sha256 {version.val_sha256[:12]}…)")
     if pending is not None:
         lines.append(_changes_text(pending, "not in it yet") if pending.any else "  The data holds nothing new since.")
     emit(data, as_json, "\n".join(lines))
