@@ -152,3 +152,12 @@ def test_a_version_s_file_name_is_numbered_after_the_version_s_name(tmp_path):
     # Another name keeps the usual numbering.
     (tmp_path / "model.onnx").write_bytes(b"x")
     assert free_path(tmp_path / "model.onnx") == tmp_path / "model-2.onnx"
+
+
+def test_an_mnn_conversion_of_a_version_s_model_is_filed_under_it(models_folder):
+    report = run_tool(ToolInvocation("mnn", {"model": str(models_folder / "bestmodel_0000.onnx"), "fp16": "true",
+                                             "verify_samples": "8"}))
+    made = models_folder / "bestmodel_0000.mnn"
+    assert made.is_file() and report.figures["model_version"] == "0000"
+    [entry] = recorded(models_folder, "bestmodel_0000.mnn")
+    assert entry["role"] == "mnn (fp16 weights)" and entry["sha256"] == sha256_of(made)

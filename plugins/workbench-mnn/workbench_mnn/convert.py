@@ -54,7 +54,16 @@ SPEC = ToolSpec(
     run="workbench_mnn.convert:run",
     stages=STAGES,
     applies_to=(".onnx",),
+    variant_role="workbench_mnn.convert:variant_role",
 )
+
+
+def variant_role(values: dict, report, path: Path) -> str:
+    """How an MNN conversion of a model version is filed under it: "mnn (4-bit weights)"."""
+    bits = values.get("weight_quant_bits") or 0
+    if bits:
+        return f"mnn ({bits}-bit weights{', asymmetric' if values.get('weight_quant_asymmetric') else ''})"
+    return "mnn (fp16 weights)" if values.get("fp16") else "mnn"
 
 UNSUPPORTED = re.compile(r"These Op Not Support:(.*)")
 
