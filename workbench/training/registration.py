@@ -49,8 +49,14 @@ def register_run(info: RunInfo, folder: RunFolder) -> None:
     info.model_version = result.version.name
     removed = result.retention.plan.remove if result.retention else []
     if removed:
+        from workbench.platform.byte_sizes import format_size
+
+        report = result.retention
+        freed = (f"{format_size(report.freed_bytes)} of disk freed" if report.freed_bytes else
+                 "no disk space freed while run folders keep their files")
         info.registry_note = ("retention removed version" + ("s " if len(removed) > 1 else " ")
-                              + ", ".join(f"{n:04d}" for n in removed))
+                              + ", ".join(f"{n:04d}" for n in removed)
+                              + f": {format_size(report.removed_bytes)}, {freed}")
 
 
 def model_files(info: RunInfo, folder: RunFolder) -> list[tuple[Path, str]]:
