@@ -319,3 +319,16 @@ def test_an_alias_rolled_back_from_its_first_version_goes_to_the_version_before(
     assert (move.previous, move.version, move.action) == (3, 1, "rollback")
     assert move.reason == "rollback to the version before 0003"
     assert [(m.previous, m.version) for m in book.aliases.history("production")] == [(None, 3), (3, 1)]
+
+
+def test_removed_versions_are_logged_and_their_numbers_stay_taken_without_registry_json(registry):
+    import json
+
+    root, models = registry
+    for number in range(3):
+        register_run(models(), root, f"run-{number}", f"weights {number}".encode())
+    models().remove(2)
+    log = [json.loads(line) for line in (root / "registry" / "removed.jsonl").read_text().splitlines()]
+    assert log[0]["versions"] == ["0002"] and log[0]["files"] == ["bestmodel_0002.pt"] and log[0]["user"]
+    (root / "registry" / "registry.json").unlink()
+    assert register_run(models(), root, "run-3", b"weights 3").version.number == 3

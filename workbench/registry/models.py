@@ -436,6 +436,11 @@ class ModelRegistry:
         report = RetentionReport(plan)
         # The YAMLs first: once a version's record is gone it is not visible, so a crash
         # in the middle leaves unnamed files the next change cleans, never a version with holes.
+        if plan.remove:
+            # Recorded first: what went, and the numbers that must not come back even if
+            # registry.json is lost.
+            self.store.record_removal({"versions": [format_number(n) for n in plan.remove],
+                                      "files": plan.files_removed})
         for number in plan.remove:
             self._info_path(number).unlink(missing_ok=True)
         for name in plan.files_removed:

@@ -3,6 +3,7 @@
 ```
 registry/
   registry.json          next numbers (numbers only grow), pinned model versions
+  removed.jsonl          every model version removed, when and by whom
   aliases.json           alias -> model version; alias-history.jsonl: every move
   datasets/              train_NNNN.txt + train_NNNN.json (a version), val.txt
   models/                bestmodel_NNNN.* + neural_net_info_NNNN.yaml (a version)
@@ -28,6 +29,7 @@ from workbench.platform.locks import FileLock
 from workbench.registry.errors import RegistryError
 
 STATE_FILE = "registry.json"
+REMOVED_FILE = "removed.jsonl"     # every model version removed: numbers never given again
 LOCK_FILE = ".lock"
 DIGITS = 4
 NUMBER = re.compile(r"^\d{4,}$")
@@ -103,7 +105,7 @@ class RegistryFolder:
         except (ValueError, TypeError, AttributeError) as exc:
             raise RegistryError(
                 f"{self.state_file} is damaged ({exc}). Restore it (from Git or a backup), or delete it: "
-                "Workbench then rebuilds it from the versions present, and pins are lost.") from None
+                "Workbench then rebuilds it from the versions present and removed.jsonl, and pins are lost.") from None
         return {"format": _FORMAT, "next": next_numbers, "pinned": pinned}
 
     def write_state(self, state: dict) -> None:
@@ -116,10 +118,32 @@ class RegistryFolder:
         The first is 0 (``0000``): the layout of continual-learning pipelines (TANGO's
         ``train_0000.txt`` … ``train_0005.txt``) that users already know; keep it so."""
         state = self.read_state()
-        number = max([state["next"].get(kind, 0), *(n + 1 for n in present)])
+        removed = self.removed_numbers() if kind == "model" else []
+        number = max([state["next"].get(kind, 0), *(n + 1 for n in present), *(n + 1 for n in removed)])
         state["next"][kind] = number + 1
         self.write_state(state)
         return number
+
+    def record_removal(self, entry: dict) -> None:
+        """Append to ``removed.jsonl`` which model versions and files were removed, when, by whom."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        with open(self.folder / REMOVED_FILE, "a", encoding="utf-8") as log:
+            log.write(json.dumps({"time": now_iso(), "user": os_user(), **entry}) + "\n")
+
+    def removed_numbers(self) -> list[int]:
+        """The model versions ever removed (a damaged line is skipped: registry.json still
+        holds the next number)."""
+        numbers = []
+        try:
+            lines = (self.folder / REMOVED_FILE).read_text(encoding="utf-8").splitlines()
+        except OSError:
+            return []
+        for line in lines:
+            try:
+                numbers += [int(version) for version in json.loads(line)["versions"]]
+            except (ValueError, KeyError, TypeError):
+                continue
+        return numbers
 
     def pinned(self) -> set[int]:
         return set(self.read_state()["pinned"])
