@@ -59,6 +59,9 @@ CAPABILITY_MAY_IMPORT: dict[str, set[str]] = {
     # records verifications; the registry itself needs only the project (and the interpreter
     # that runs the project's code, which adopt knows).
     "registry": {"project", "adopt"},
+    # Continual learning: an iteration cuts a dataset version, trains, runs the model tools,
+    # verifies and deploys on devices, through each capability's services.
+    "pipeline": {"project", "registry", "training", "modeltools", "device"},
 }
 
 # The shell builds windows from capabilities it finds through ui/capabilities.py (strings), so it

@@ -36,6 +36,7 @@ CAPABILITY_GROUPS: dict[str, str] = {
     "init": "workbench.adopt.cli:init_command",
     "dataset": "workbench.registry.cli:dataset_group",
     "registry": "workbench.registry.cli:registry_group",
+    "pipeline": "workbench.pipeline.cli:pipeline_group",
 }
 
 HUB_START_TIMEOUT_S = 15.0

@@ -1,0 +1,153 @@
+"""``workbench pipeline start|stop|status|list|resume``: continual-learning iterations from a
+terminal. ``start`` and ``resume`` run the iteration in the foreground, a line per step on
+stderr, and print the iteration at the end (``--json``: the iteration's record, exactly what
+``registry/pipeline/iteration_NNNN.json`` holds). A failed iteration exits 1 after printing it.
+An error is one line (``{"error": …}`` with ``--json``) and exit status 1."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from workbench.clikit import CommandFailed, HelpWhenBareGroup, emit, reported_errors
+
+_CONTEXT = {"help_option_names": ["-h", "--help"]}
+_JSON = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON on stdout.")
+_VERSION = click.option("--version", "version", default=None, metavar="NNNN",
+                        help="The iteration (default: the newest).")
+_PROJECT = click.argument("project", required=False, type=click.Path(path_type=Path))
+
+
+@click.group("pipeline", cls=HelpWhenBareGroup, no_args_is_help=True, context_settings=_CONTEXT)
+def pipeline_group() -> None:
+    """Continual learning: iterations of the steps [pipeline] declares in workbench.toml (cut a
+    dataset version, train, convert, quantize, verify on devices, gate, deploy)."""
+
+
+def _service(project: Path | None, say=None):
+    from workbench.pipeline import PipelineService
+    from workbench.project.project_file import enclosing_project
+
+    start = (project or Path.cwd()).expanduser().absolute()
+    found = enclosing_project(start) if start.exists() else None
+    if found is None:
+        raise CommandFailed(f"{start} is not in a Workbench project (no workbench.toml in it or above it). "
+                            "Give the project's folder.")
+    return PipelineService(found, say=say or (lambda line: None))
+
+
+def _say(line: str) -> None:
+    click.echo(line, err=True)
+
+
+def _pipeline_errors(as_json: bool):
+    """reported_errors, with the pipeline's error as one line too."""
+    import contextlib
+
+    from workbench.pipeline import PipelineError
+
+    @contextlib.contextmanager
+    def guarded():
+        with reported_errors(as_json):
+            try:
+                yield
+            except PipelineError as exc:
+                raise CommandFailed(str(exc)) from None
+
+    return guarded()
+
+
+def _finish(iteration, as_json: bool) -> None:
+    emit(iteration.to_json(), as_json, iteration_text(iteration))
+    if iteration.state != "done":
+        sys.exit(1)
+
+
+@pipeline_group.command("start", context_settings=_CONTEXT)
+@_PROJECT
+@_JSON
+def start_command(project: Path | None, as_json: bool) -> None:
+    """Run a new iteration of the declared steps, in the foreground."""
+    with _pipeline_errors(as_json):
+        iteration = _service(project, _say).start()
+    _finish(iteration, as_json)
+
+
+@pipeline_group.command("resume", context_settings=_CONTEXT)
+@_PROJECT
+@click.option("--version", "version", required=True, metavar="NNNN", help="The iteration to go on with.")
+@_JSON
+def resume_command(project: Path | None, version: str, as_json: bool) -> None:
+    """Go on with an iteration from its first step not done (the one that failed or stopped)."""
+    with _pipeline_errors(as_json):
+        iteration = _service(project, _say).resume(version)
+    _finish(iteration, as_json)
+
+
+@pipeline_group.command("stop", context_settings=_CONTEXT)
+@_PROJECT
+@_VERSION
+@_JSON
+def stop_command(project: Path | None, version: str | None, as_json: bool) -> None:
+    """Ask the running iteration to stop (its running step stops; resume goes on from it)."""
+    with _pipeline_errors(as_json):
+        iteration = _service(project).stop(version)
+    emit({"version": iteration.version, "stop_requested": True}, as_json,
+         f"asked iteration {iteration.version} to stop")
+
+
+@pipeline_group.command("status", context_settings=_CONTEXT)
+@_PROJECT
+@_VERSION
+@_JSON
+def status_command(project: Path | None, version: str | None, as_json: bool) -> None:
+    """An iteration's steps: state, times, and its gate results."""
+    with _pipeline_errors(as_json):
+        iteration = _service(project).get(version)
+    emit(iteration.to_json(), as_json, iteration_text(iteration))
+
+
+@pipeline_group.command("list", context_settings=_CONTEXT)
+@_PROJECT
+@_JSON
+def list_command(project: Path | None, as_json: bool) -> None:
+    """Every iteration, oldest first."""
+    with _pipeline_errors(as_json):
+        iterations = _service(project).list()
+    rows = [f"{it.version}  {it.state:<8} {_when(it.started_at)}  "
+            + " ".join(f"{step.tool}:{step.state}" for step in it.steps)
+            + (f"  {it.error}" if it.error else "") for it in iterations]
+    emit([_summary(it) for it in iterations], as_json, "\n".join(rows) or "no iterations yet")
+
+
+def _summary(iteration) -> dict:
+    data = iteration.to_json()
+    return {key: data[key] for key in ("version", "state", "started_at", "ended_at", "error", "gates")} | {
+        "dataset_version": iteration.output("dataset_version"), "model_version": iteration.output("model_version"),
+        "steps": [{"tool": step.tool, "state": step.state} for step in iteration.steps]}
+
+
+def _when(moment: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(moment)) if moment else "-"
+
+
+def iteration_text(iteration) -> str:
+    """The iteration as status prints it."""
+    lines = [f"iteration {iteration.version}: {iteration.state}"
+             + (f" (started {_when(iteration.started_at)})" if iteration.started_at else "")]
+    for step in iteration.steps:
+        seconds = f"{step.seconds:.1f} s" if step.seconds is not None else ""
+        made = ", ".join(f"{key} {value}" for key, value in step.outputs.items()
+                         if key in ("dataset_version", "run_id", "model_version", "alias") and value)
+        lines.append(f"  {step.index + 1}. {step.tool:<9} {step.state:<8} {_when(step.started_at)} {seconds:>8}"
+                     + (f"  {made}" if made else ""))
+        if step.error:
+            lines.append(f"       {step.error}")
+    for gate in iteration.gates:
+        lines.append(f"  gate {'passed' if gate['passed'] else 'FAILED'}: {gate['text']}")
+    if iteration.error:
+        lines.append(iteration.error)
+    return "\n".join(lines)

@@ -1,0 +1,6 @@
+"""The pipeline's error: its message says what is wrong and what to do."""
+
+
+class PipelineError(Exception):
+    """A declaration that does not check out, a step that failed, an iteration that cannot
+    start or go on."""
