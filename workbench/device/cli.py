@@ -677,3 +677,11 @@ def _project_of(path: Path) -> Path | None:
         if (folder / "workbench.toml").is_file():
             return folder
     return None
+
+
+# --- deploy and slots (deploy_cli.py, which uses the plumbing above) ---
+
+from workbench.device.deploy_cli import deploy_command, slots_command  # noqa: E402
+
+device_group.add_command(deploy_command)
+device_group.add_command(slots_command)

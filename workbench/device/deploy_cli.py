@@ -1,0 +1,82 @@
+"""``workbench device deploy`` and ``workbench device slots``: deploy a model version to the
+deployment slots of paired devices, and list a device's slots (registered on the ``device``
+group by ``cli.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from workbench.clikit import ProgressLine, emit
+from workbench.device.cli import DEVICE_HELP, _CONTEXT, _command, _devices, _json_option, _when
+
+
+@click.command("deploy", context_settings=_CONTEXT,
+               short_help="Deploy a model version to the slots of devices.")
+@click.argument("arguments", nargs=-1, required=True, metavar="[PROJECT] NNNN|ALIAS")
+@click.option("--slot", default="classifier", show_default=True,
+              help="The deployment slot the apps on the devices call.")
+@click.option("--device", "devices", multiple=True,
+              help=f"A device to deploy to ({DEVICE_HELP}); repeat it for more. Default: every "
+                   "paired device.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(1, 86400), default=120.0,
+              show_default=True, help="Seconds each device has to take the model and switch.")
+@_json_option
+@_command
+def deploy_command(arguments: tuple[str, ...], slot: str, devices: tuple[str, ...],
+                   timeout_s: float, as_json: bool, cancel=None) -> None:
+    """Deploy model version NNNN (or the one ALIAS names, e.g. production) of PROJECT (default:
+    the current folder) to a slot of every device, in parallel: the bundle
+    (deployment_NNNN.yaml and nn_model_NNNN.zip) is written into the registry's deployments
+    folder, the model is pushed (nothing is sent to a device that has it) and each device
+    switches the slot to it once it loaded and warmed it. A device that cannot load it keeps
+    serving its old model. Exits with status 1 when any device did not switch."""
+    from workbench.device.deploy import deploy_to_devices
+    from workbench.device.errors import DeviceError
+
+    if len(arguments) > 2:
+        raise DeviceError(f"deploy takes [PROJECT] NNNN|ALIAS, not {len(arguments)} arguments "
+                          f"({' '.join(arguments)})")
+    project = Path(arguments[0]) if len(arguments) == 2 else Path.cwd()
+    status = ProgressLine()
+    try:
+        report = deploy_to_devices(project.expanduser().absolute(), arguments[-1],
+                                   list(devices) or None, slot, progress=status, cancel=cancel,
+                                   timeout=timeout_s, paired=_devices())
+    finally:
+        status.close()
+    emit(report.to_json(), as_json, report.to_text())
+    if not report.ok:
+        failed = ", ".join(f"{o.device} ({o.state})" for o in report.not_switched)
+        click.echo(f"error: {len(report.not_switched)} of {len(report.outcomes)} devices did not "
+                   f"switch to version {report.version}: {failed}", err=True)
+        raise SystemExit(1)
+
+
+@click.command("slots", context_settings=_CONTEXT, short_help="List the slots of a device.")
+@click.argument("device")
+@_json_option
+@_command
+def slots_command(device: str, as_json: bool) -> None:
+    """List the deployment slots of DEVICE: the model each serves, since when, and the requests
+    it served."""
+    from datetime import datetime, timezone
+
+    from workbench.device.deploy import list_slots
+
+    name, address, slots = list_slots(device, _devices())
+    data = {"device": name, "address": address, "slots": slots}
+    if not slots:
+        text = f"{name} at {address} has no slots: deploy a model with `workbench device deploy`."
+    else:
+        lines = [f"Slots of {name} at {address}:"]
+        for item in slots:
+            since = item.get("since")
+            when = _when(datetime.fromtimestamp(since, timezone.utc).isoformat()) if since else "-"
+            model = (item.get("model") or "")[:12] or "nothing"
+            lines.append(f"  {item['slot']:<16} {item.get('name') or model} ({model}) since "
+                         f"{when}, {item.get('served', 0)} served, {item.get('errors', 0)} "
+                         "failed" + (f"; {item['error']}" if item.get("error") else ""))
+        text = "\n".join(lines)
+    emit(data, as_json, text)
