@@ -105,7 +105,7 @@ def parse_declaration(text: str, file_name: str = PROJECT_FILE) -> PipelineDecla
     for key in pipeline:
         if key not in PIPELINE_KEYS:
             raise PipelineError(f"{where.of_key(None, key)}: key {key!r} is not part of [pipeline] "
-                                f"(it holds {', '.join(sorted(PIPELINE_KEYS))}){_close(key, PIPELINE_KEYS)}.")
+                                f"(it holds {', '.join(sorted(PIPELINE_KEYS))}){_close(key, PIPELINE_KEYS)}")
     steps = pipeline.get("steps")
     if not isinstance(steps, list) or not steps or not all(isinstance(s, dict) for s in steps):
         raise PipelineError(f"{where.of_key(None, 'steps')}: key 'steps' must be one or more [[pipeline.steps]] "
@@ -123,7 +123,7 @@ def _check_step(index: int, raw: dict, where: "_Lines", tools: dict) -> StepDecl
                             f"(one of {', '.join(known)}).")
     if tool not in known:
         raise PipelineError(f"{where.of_key(index, 'tool')}: key 'tool': step {index + 1}'s tool {tool!r} "
-                            f"is none of {', '.join(known)}{_close(tool, known)}.")
+                            f"is none of {', '.join(known)}{_close(tool, known)}")
     params = {key: value for key, value in raw.items() if key != "tool"}
     label = f"step {index + 1} ({tool})"
     if tool in OWN_STEPS:
@@ -131,7 +131,7 @@ def _check_step(index: int, raw: dict, where: "_Lines", tools: dict) -> StepDecl
         for key, value in params.items():
             if key not in allowed:
                 raise PipelineError(f"{where.of_key(index, key)}: key {key!r} is not a parameter of {label} "
-                                    f"(it takes {', '.join(allowed)}){_close(key, allowed)}.")
+                                    f"(it takes {', '.join(allowed)}){_close(key, allowed)}")
             expected = allowed[key]
             if not isinstance(value, expected) or (isinstance(value, bool) and expected is not bool):
                 raise PipelineError(f"{where.of_key(index, key)}: key {key!r} of {label} must be "
@@ -179,11 +179,11 @@ def _check_tool_params(spec, params: dict, index: int, label: str, where: "_Line
         if key not in by_name:
             raise PipelineError(f"{where.of_key(index, key)}: key {key!r} is not a parameter of {label} "
                                 f"(it takes {', '.join(by_name)}; the model and its output are the "
-                                f"pipeline's){_close(key, by_name)}.")
+                                f"pipeline's){_close(key, by_name)}")
         try:
             by_name[key].parse(value)
         except ModelToolError as exc:
-            raise PipelineError(f"{where.of_key(index, key)}: key {key!r} of {label}: {exc}.") from None
+            raise PipelineError(f"{where.of_key(index, key)}: key {key!r} of {label}: {str(exc).rstrip('.')}.") from None
 
 
 def _model_tools() -> dict:
@@ -194,7 +194,7 @@ def _model_tools() -> dict:
 
 def _close(word: str, choices) -> str:
     match = difflib.get_close_matches(word, list(choices), n=1)
-    return f"; did you mean {match[0]}?" if match else ""
+    return f"; did you mean {match[0]}?" if match else "."
 
 
 class _Lines:

@@ -66,14 +66,17 @@ class PipelineService:
         finally:
             self.lock.release()
 
-    def resume(self, version: str) -> Iteration:
-        """Go on with iteration ``version`` from its first step not done."""
+    def resume(self, version: str, declaration: PipelineDeclaration | None = None) -> Iteration:
+        """Go on with iteration ``version`` from its first step not done, with the parameters
+        the project declares now (a gate made less strict, say) when it declares the same
+        steps."""
         version = _number(version)
         self.lock.acquire(version)
         try:
             iteration = self._reconciled(self.store.read(version))
             if iteration.state == DONE:
                 raise PipelineError(f"iteration {version} is done; `workbench pipeline start` runs a new one.")
+            self._take_declared_params(iteration, declaration or read_declaration(self.project_dir))
             for step in iteration.steps:
                 if step.state != DONE:
                     step.state, step.error, step.started_at, step.ended_at = PENDING, "", None, None
@@ -149,6 +152,15 @@ class PipelineService:
         self.say(f"iteration {iteration.version} {state}" + (f": {iteration.error}" if iteration.error else ""))
         return iteration
 
+    def _take_declared_params(self, iteration: Iteration, declaration: PipelineDeclaration) -> None:
+        if [step.tool for step in declaration.steps] != [step.tool for step in iteration.steps]:
+            self.say(f"the declared steps changed since iteration {iteration.version} started: it goes on with "
+                     "the steps it started with")
+            return
+        for step, declared in zip(iteration.steps, declaration.steps):
+            if step.state != DONE:
+                step.params = dict(declared.params)
+
     def _stop_requested(self, iteration: Iteration) -> bool:
         return self.store.stop_request(iteration.version).exists()
 
@@ -167,8 +179,8 @@ class PipelineService:
                 step.state, step.error = FAILED, f"the process running it (pid {iteration.pid}) ended"
                 iteration.failed_step = step.index
         iteration.state = FAILED
-        iteration.error = iteration.error or (f"the process running the iteration (pid {iteration.pid}) ended; "
-                                              f"`workbench pipeline resume --version {iteration.version}` goes on")
+        iteration.error = (f"the process running the iteration (pid {iteration.pid}) ended; "
+                           f"`workbench pipeline resume --version {iteration.version}` goes on")
         return iteration
 
     def _next_number(self) -> str:

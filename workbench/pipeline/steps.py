@@ -228,11 +228,22 @@ def deploy_step(params: dict, context: StepContext) -> dict:
         except ImportError:
             raise PipelineError(f"deploy needs {DEPLOY_MODULE} (pushing to device slots), which this "
                                 "installation lacks; leave devices out to move the alias only.") from None
-        report = deploy.deploy_to_devices(context.project_dir, version, devices, slot=params.get("slot", "classifier"))
-        outputs["devices"] = report.to_json() if hasattr(report, "to_json") else repr(report)
-        failed = getattr(report, "failed", None)
+        from workbench.device.errors import DeviceError
+
+        slot = params.get("slot", "classifier")
+        context.say(f"pushing model version {version} to slot {slot} of {', '.join(devices)}")
+        try:
+            report = deploy.deploy_to_devices(context.project_dir, version, devices, slot=slot)
+        except DeviceError as exc:
+            raise PipelineError(f"the deploy of model version {version} failed: {exc}; {alias} stays where "
+                                "it was.") from None
+        outputs["deploy"] = report.to_json() if hasattr(report, "to_json") else {}
+        failed = getattr(report, "not_switched", [])
         if failed:
-            raise PipelineError(f"the deploy to {', '.join(map(str, failed))} failed; {alias} stays where it was.")
+            reasons = "; ".join(f"{getattr(o, 'device', '?')}: {getattr(o, 'reason', '') or getattr(o, 'state', '')}"
+                                for o in failed)
+            raise PipelineError(f"{len(failed)} of {len(devices)} devices did not switch slot {slot} to model "
+                                f"version {version} ({reasons}); {alias} stays where it was.")
     before = context.versions.models.aliases.all().get(alias)
     context.versions.models.set_alias(alias, version, f"pipeline iteration {context.iteration.version}")
     outputs["previous"] = f"{before:04d}" if isinstance(before, int) else ""
