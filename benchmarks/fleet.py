@@ -18,8 +18,10 @@ that load B is deployed to the first agent alone (``single_deploy_s``), then to 
   sends nothing; every agent loads and warms B again.
 - devices_not_switched: the devices the fleet deploy reports as failed or unreachable.
 
-Beside them: requests, the slowest device's seconds, and how many answers came from B after
-the fleet deploy.
+Beside them: requests, the slowest device's seconds, how many answers came from B after the
+fleet deploy, the CPU seconds this process (the host and the request streams) used during each
+deploy, and the machine's CPUs: on a machine with fewer CPUs than agents the deploys' CPU work
+(TLS handshakes, loading and warming the model on every agent) adds up, and the ratio shows it.
 
 Run: .venv/bin/python benchmarks/fleet.py [--agents 20] [--interval 0.05]
 """
@@ -155,11 +157,13 @@ def figures(agents: int, interval: float, folder: Path) -> dict:
         for stream in streams:
             stream.thread.start()
         time.sleep(1.0)
+        cpu = time.process_time()
         single = deploy_to_devices(project, "1", addresses[:1], SLOT, paired=paired)
+        single_cpu = time.process_time() - cpu
         time.sleep(1.0)
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         fleet_report = deploy_to_devices(project, "1", addresses, SLOT, paired=paired)
-        fleet_done = time.perf_counter()
+        fleet_done, fleet_cpu = time.perf_counter(), time.process_time() - cpu
         time.sleep(1.0)
         for stream in streams:
             stream.stopped.set()
@@ -180,6 +184,9 @@ def figures(agents: int, interval: float, folder: Path) -> dict:
         "fleet_deploy_ratio": round((fleet_done - started) / single_s, 3) if single_s else None,
         "devices_not_switched": [o.device for o in fleet_report.not_switched],
         "single_switched": single.ok,
+        "host_cpu_single_deploy_s": round(single_cpu, 3),
+        "host_cpu_fleet_deploy_s": round(fleet_cpu, 3),
+        "cpus": os.cpu_count(),
         "slowest_device_s": max(o.seconds for o in fleet_report.outcomes),
         "requests": sum(stream.requests for stream in streams),
         "answers_from_new_model_after_deploy": new_answers,
