@@ -25,6 +25,7 @@ USER_ERRORS = (
     ("workbench.device.errors", "DeviceError"),
     ("workbench.adopt.errors", "AdoptError"),
     ("workbench.registry.errors", "RegistryError"),
+    ("workbench.pipeline.errors", "PipelineError"),
 )
 
 
