@@ -240,6 +240,8 @@ def deploy_step(params: dict, context: StepContext) -> dict:
         outputs["deploy"] = report.to_json() if hasattr(report, "to_json") else {}
         failed = getattr(report, "not_switched", [])
         if failed:
+            # Which devices switched stays in the failed step's record; resume pushes again.
+            context.note({"deploy": outputs["deploy"]})
             reasons = "; ".join(f"{getattr(o, 'device', '?')}: {getattr(o, 'reason', '') or getattr(o, 'state', '')}"
                                 for o in failed)
             raise PipelineError(f"{len(failed)} of {len(devices)} devices did not switch slot {slot} to model "
