@@ -1,4 +1,4 @@
-"""``workbench pipeline start|stop|status|list|resume``: continual-learning iterations from a
+"""``workbench pipeline start|stop|status|list|resume|watch``: continual-learning iterations from a
 terminal. ``start`` and ``resume`` run the iteration in the foreground, a line per step on
 stderr, and print the iteration at the end (``--json``: the iteration's record, exactly what
 ``registry/pipeline/iteration_NNNN.json`` holds). A failed iteration exits 1 after printing it.
@@ -150,4 +150,59 @@ def iteration_text(iteration) -> str:
         lines.append(f"  gate {'passed' if gate['passed'] else 'FAILED'}: {gate['text']}")
     if iteration.error:
         lines.append(iteration.error)
+    return "\n".join(lines)
+
+
+@pipeline_group.command("watch", context_settings=_CONTEXT)
+@_PROJECT
+@click.option("--detach", is_flag=True, help="Run the watcher in the background (it outlives this terminal) "
+                                             "and print its pid; with one running already, say so and exit 0.")
+@click.option("--stop", "stop", is_flag=True, help="End the project's watcher (an iteration it started goes on).")
+@click.option("--status", "status", is_flag=True, help="Whether a watcher runs: pid, since, triggers, next due "
+                                                        "times, the last trigger and what it started.")
+@_JSON
+def watch_command(project: Path | None, detach: bool, stop: bool, status: bool, as_json: bool) -> None:
+    """Start iterations when a trigger of [pipeline.triggers] fires (schedule, every, on_data_growth),
+    and resume one a dead process left running. In the foreground until Ctrl+C, unless --detach."""
+    from workbench.pipeline import watcher
+
+    if sum((detach, stop, status)) > 1:
+        raise CommandFailed("give one of --detach, --stop and --status.")
+    with _pipeline_errors(as_json):
+        project_dir = _service(project).project_dir
+        if status:
+            state = watcher.watcher_status(project_dir)
+            emit(state, as_json, watcher_text(state))
+        elif stop:
+            ended = watcher.stop_watcher(project_dir)
+            going = (ended or {}).get("iteration") or None
+            text = ("no trigger watcher runs for this project" if ended is None else
+                    f"stopped the trigger watcher (pid {ended['pid']})"
+                    + (f"; iteration {going.get('version') or '(starting)'} goes on in process {going['pid']}"
+                       if going else ""))
+            emit({"stopped": ended is not None, "pid": (ended or {}).get("pid"), "iteration": going}, as_json, text)
+        elif detach:
+            pid, started = watcher.start_watcher_detached(project_dir)
+            text = (f"trigger watcher started (pid {pid}); its log: {watcher.watcher_paths(project_dir)[2]}" if started
+                    else f"a trigger watcher already runs for this project (pid {pid})")
+            emit({"pid": pid, "started": started, "already_running": not started}, as_json, text)
+        else:
+            watcher.watch(project_dir, _say)
+
+
+def watcher_text(state: dict) -> str:
+    """The watcher's status as ``watch --status`` prints it."""
+    if not state["running"]:
+        lines = ["no trigger watcher runs for this project"
+                 + (f" (the last one, pid {state['pid']}, ended {_when(state.get('ended_at'))})"
+                    if state.get("pid") and state.get("ended_at") else "")]
+    else:
+        lines = [f"trigger watcher: pid {state['pid']}, since {_when(state.get('since'))}"]
+        lines += [f"  trigger: {line}" for line in state.get("triggers", [])]
+        lines += [f"  next {name}: {_when(moment)}" for name, moment in (state.get("next_due") or {}).items()]
+    last = state.get("last_trigger")
+    if last:
+        lines.append(f"  last trigger {_when(last.get('at'))}: {last.get('reason')} → `pipeline {last.get('command')}` "
+                     f"iteration {last.get('iteration') or '(none)'}, {last.get('state')}")
+    lines.append(f"  log: {state['log']}")
     return "\n".join(lines)

@@ -52,7 +52,7 @@ OWN_STEPS: dict[str, dict[str, type | tuple]] = {
     "gate": {rule: (float, int) for rule in GATE_RULES},
     "deploy": {"devices": list, "slot": str, "alias": str},
 }
-PIPELINE_KEYS = {"steps"}
+PIPELINE_KEYS = {"steps", "triggers"}  # triggers: read by triggers.py
 _TYPE_WORDS = {str: "text", int: "a whole number", bool: "true or false", list: "a list",
                (float, int): "a number"}
 

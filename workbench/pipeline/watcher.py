@@ -1,0 +1,346 @@
+"""The trigger watcher: a small process per project that starts an iteration when a trigger of
+``[pipeline.triggers]`` fires, and resumes one that a dead process left running.
+
+- One per project: it holds ``registry/pipeline/.watcher.lock`` (a FileLock, so a killed
+  watcher's lock is free again) for its whole life; a second one is refused, naming the holder.
+- An iteration runs in a child process of its own session (``python -m workbench pipeline start``
+  or ``resume``), so the watcher stays responsive, a crash of the iteration leaves the watcher
+  running, and stopping the watcher (SIGTERM, Ctrl+C) or killing it leaves the iteration going.
+- A trigger that fires while an iteration runs waits for it to end (data growth is not even
+  looked at then: the running iteration cuts the data it finds).
+- On start it looks for an iteration recorded as running whose process is gone (the watcher and
+  its iteration killed, the machine restarted) and resumes it.
+- What it does goes to ``registry/pipeline/watcher.log`` (the iterations' own output too);
+  ``registry/pipeline/watcher.json`` says who runs, since when, the triggers, when each is next
+  due and what the last trigger started, which ``pipeline watch --status`` reads.
+
+``python -m workbench.pipeline.watcher PROJECT`` is the detached form (``pipeline watch
+--detach``): it detaches first, then watches.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from workbench.pipeline.declaration import read_declaration
+from workbench.pipeline.errors import PipelineError
+from workbench.pipeline.iterations import FAILED, RUNNING
+from workbench.pipeline.service import PipelineService
+from workbench.pipeline.triggers import DATA_GROWTH, SCHEDULE, DataGrowthCheck, TriggerClock, read_triggers
+from workbench.platform.atomic_files import write_text_atomically
+from workbench.platform.locks import FileLock, is_locked
+
+WATCHER_LOCK = ".watcher.lock"
+WATCHER_STATE = "watcher.json"
+WATCHER_LOG = "watcher.log"
+_NAP_S = 0.2
+_TICK_S = 1.0
+
+
+class WatcherRunning(PipelineError):
+    """Another watcher holds the project's watcher lock."""
+
+    def __init__(self, message: str, pid: int | None):
+        super().__init__(message)
+        self.pid = pid
+
+
+def watcher_paths(project_dir: Path | str) -> tuple[Path, Path, Path]:
+    """(lock, state, log) of the project's watcher."""
+    folder = PipelineService(project_dir).store.folder
+    return folder / WATCHER_LOCK, folder / WATCHER_STATE, folder / WATCHER_LOG
+
+
+def watcher_status(project_dir: Path | str) -> dict:
+    """Whether a watcher runs on the project, with what its state file says: pid, since,
+    triggers, next due times, the last trigger and what it started (for a watcher that ended:
+    ``running`` False, and what the last one left)."""
+    lock, state_path, log = watcher_paths(project_dir)
+    state = _read_json(state_path)
+    running = is_locked(lock)
+    pid = FileLock(lock).holder_pid() if running else state.get("pid")
+    return {**state, "running": running, "pid": pid, "log": str(log)}
+
+
+def stop_watcher(project_dir: Path | str, timeout_s: float = 15.0) -> dict | None:
+    """SIGTERM to the project's watcher, and wait until it has let its lock go. The status it
+    had (None when none runs)."""
+    status = watcher_status(project_dir)
+    if not status["running"] or not status["pid"]:
+        return None
+    lock = watcher_paths(project_dir)[0]
+    try:
+        os.kill(status["pid"], signal.SIGTERM)
+    except ProcessLookupError:
+        return status
+    deadline = time.monotonic() + timeout_s
+    while is_locked(lock):
+        if time.monotonic() > deadline:
+            raise PipelineError(f"the trigger watcher (pid {status['pid']}) did not end within {timeout_s:.0f} s of "
+                                f"SIGTERM; end it with `kill -9 {status['pid']}` (its lock is freed with it).")
+        time.sleep(0.05)
+    return status
+
+
+def start_watcher_detached(project_dir: Path | str, timeout_s: float = 20.0) -> tuple[int, bool]:
+    """Start the project's watcher in a session of its own (it survives the terminal or window
+    that started it). (pid, True) once it holds its lock, or (pid, False) when one already runs.
+    A broken declaration is raised here, before anything starts."""
+    from workbench.platform.detach import start_detached
+
+    project_dir = Path(project_dir).expanduser().resolve()
+    lock, _, log = watcher_paths(project_dir)
+    if is_locked(lock):
+        return FileLock(lock).holder_pid() or 0, False
+    TriggerWatcher(project_dir)  # the declaration's faults, here rather than in the log
+    log.parent.mkdir(parents=True, exist_ok=True)
+    start_offset = log.stat().st_size if log.exists() else 0
+    start_detached("workbench.pipeline.watcher", [str(project_dir)], log, cwd=project_dir)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        pid = FileLock(lock).holder_pid()
+        if is_locked(lock) and pid:
+            return pid, True
+        time.sleep(0.05)
+    with open(log, encoding="utf-8", errors="replace") as stream:
+        stream.seek(start_offset)
+        said = [line.strip() for line in stream if line.strip()]
+    raise PipelineError(f"the trigger watcher did not start within {timeout_s:.0f} s"
+                        + (f": {said[-1]}" if said else "") + f" (its log: {log}).")
+
+
+class TriggerWatcher:
+    """The watcher of the project at ``project_dir``; ``say`` gets each line it logs."""
+
+    def __init__(self, project_dir: Path | str, say: Callable[[str], None] = lambda line: None):
+        self.service = PipelineService(project_dir)
+        self.project_dir = self.service.project_dir
+        read_declaration(self.project_dir)
+        self.triggers = read_triggers(self.project_dir)
+        if not self.triggers.any:
+            raise PipelineError(f"{self.project_dir / 'workbench.toml'} declares no trigger: add [pipeline.triggers] "
+                                "with schedule = \"02:00\", every = \"6h\" or on_data_growth = { samples = 100 }.")
+        folder = self.service.store.folder
+        self.lock = FileLock(folder / WATCHER_LOCK)
+        self.state_path, self.log_path = folder / WATCHER_STATE, folder / WATCHER_LOG
+        self.say = say
+        self.child: subprocess.Popen | None = None
+        self.waiting: list[str] = []          # reasons of triggers that fired, not yet acted on
+        self._waiting_logged = False
+        self._stop = False
+        self.state: dict = {}
+
+    # --- the process ---------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Watch until SIGTERM, Ctrl+C or ``request_stop``. WatcherRunning when another
+        watcher has the project."""
+        self.service.store.folder.mkdir(parents=True, exist_ok=True)
+        if not self.lock.try_acquire(tries=5):
+            pid = self.lock.holder_pid()
+            since = _read_json(self.state_path).get("since")
+            when = f", since {time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(since))}" if since else ""
+            raise WatcherRunning(f"a trigger watcher already runs for {self.project_dir} (pid {pid}{when}); "
+                                 "`workbench pipeline watch --status` shows it, `--stop` ends it.", pid)
+        previous = _read_json(self.state_path)
+        now = time.time()
+        clock = TriggerClock(self.triggers, now, previous.get("last_fired", {}))
+        growth = DataGrowthCheck(self.service.versions.datasets, self.triggers)
+        self.state = {"pid": os.getpid(), "host": socket.gethostname(), "since": now,
+                      "project": str(self.project_dir), "triggers": self.triggers.describe(),
+                      "last_fired": previous.get("last_fired", {}), "last_trigger": previous.get("last_trigger"),
+                      "resumed": None, "iteration": None, "ended_at": None}
+        self.log(f"watching {self.project_dir} (pid {os.getpid()}): " + "; ".join(self.triggers.describe()))
+        try:
+            self._resume_interrupted()
+            while not self._stop:
+                self._tick(clock, growth, time.time())
+                self._nap(clock)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self._leave()
+
+    def request_stop(self, *_signal_args) -> None:
+        self._stop = True
+
+    # --- each tick -----------------------------------------------------------------------
+
+    def _tick(self, clock: TriggerClock, growth: DataGrowthCheck, now: float) -> None:
+        self._follow_child()
+        running = self._running_iteration()
+        for name in clock.due_now(now):
+            if name == DATA_GROWTH:
+                if running is not None:
+                    continue  # the running iteration cuts what the data holds now
+                clock.passed(name, now)
+                try:
+                    reason = growth.check()
+                except Exception as exc:  # a data folder gone for a moment must not end the watcher
+                    self.log(f"could not look at the data: {exc}")
+                    reason = None
+            else:
+                clock.passed(name, now)
+                reason = next(line for line in self.triggers.describe()
+                              if line.startswith("daily" if name == SCHEDULE else "every"))
+            if reason:
+                self.state["last_fired"][name] = now
+                self.waiting.append(reason)
+                self.log(f"trigger fired: {reason}")
+        if self.waiting:
+            if running is None:
+                self._start_iteration(["start", str(self.project_dir)], "; ".join(self.waiting))
+                self.waiting, self._waiting_logged = [], False
+            elif not self._waiting_logged:
+                self.log(f"the trigger waits: {running} runs")
+                self._waiting_logged = True
+        self.state["next_due"] = dict(clock.due)
+        self._write_state()
+
+    def _nap(self, clock: TriggerClock) -> None:
+        until = time.monotonic() + max(0.05, min(_TICK_S, clock.seconds_to_next(time.time()) or _TICK_S))
+        while not self._stop and time.monotonic() < until:
+            time.sleep(min(_NAP_S, max(0.0, until - time.monotonic())))
+
+    # --- iterations ----------------------------------------------------------------------
+
+    def _resume_interrupted(self) -> None:
+        """Resume the newest iteration recorded as running whose process is gone."""
+        for version in reversed(self.service.store.versions()):
+            try:
+                recorded = self.service.store.read(version)
+            except PipelineError as exc:
+                self.log(str(exc))
+                continue
+            if recorded.state != RUNNING:
+                continue
+            if recorded.host and recorded.host != socket.gethostname():
+                self.log(f"iteration {version} runs on {recorded.host} (pid {recorded.pid}); not resumed here")
+                return
+            now = self.service.get(version)
+            if now.state != FAILED:
+                self.log(f"iteration {version} goes on in process {recorded.pid}; triggers wait for it")
+                return
+            self.log(f"iteration {version} was running in process {recorded.pid}, which is gone (its process or the "
+                     "machine stopped mid-iteration): resuming it")
+            self.state["resumed"] = {"version": version, "at": time.time(), "dead_pid": recorded.pid}
+            self._start_iteration(["resume", str(self.project_dir), "--version", version],
+                                  f"resume of iteration {version}, left running by process {recorded.pid}",
+                                  version)
+            return
+
+    def _start_iteration(self, args: list[str], reason: str, version: str | None = None) -> None:
+        env = dict(os.environ)
+        workbench_root = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [workbench_root, env.get("PYTHONPATH", "")]))
+        with open(self.log_path, "ab") as output:
+            # A session of its own: Ctrl+C in the watcher's terminal and the watcher's end leave it running.
+            self.child = subprocess.Popen([sys.executable, "-m", "workbench", "pipeline", *args],
+                                          cwd=self.project_dir, env=env, stdin=subprocess.DEVNULL,
+                                          stdout=output, stderr=output, start_new_session=True)
+        self.state["last_trigger"] = {"reason": reason, "at": time.time(), "pid": self.child.pid,
+                                      "command": args[0], "iteration": version, "state": RUNNING}
+        self.log(f"started `workbench pipeline {' '.join(args[:1] + args[2:])}` in process {self.child.pid} ({reason})")
+        self._write_state()
+
+    def _follow_child(self) -> None:
+        """Which iteration the child runs (once it has taken the lock), and its end."""
+        if self.child is None:
+            return
+        last = self.state["last_trigger"]
+        if not last.get("iteration"):
+            holder = self.service.lock.holder()
+            if holder is not None and holder.pid == self.child.pid:
+                last["iteration"] = holder.version
+        exit_status = self.child.poll()
+        if exit_status is None:
+            return
+        if not last.get("iteration"):
+            newest = self.service.store.versions()
+            if newest and self.service.store.read(newest[-1]).pid == self.child.pid:
+                last["iteration"] = newest[-1]
+        state = self.service.get(last["iteration"]).state if last.get("iteration") else "not started"
+        last["state"], last["exit_status"], last["ended_at"] = state, exit_status, time.time()
+        self.log(f"iteration {last.get('iteration') or '(none)'} ended {state} (process {self.child.pid}, "
+                 f"exit status {exit_status}); it was started by: {last['reason']}")
+        self.child = None
+
+    def _running_iteration(self) -> str | None:
+        """What runs now ("iteration NNNN (process P)"), or None."""
+        if self.child is not None and self.child.poll() is None:
+            version = self.state["last_trigger"].get("iteration")
+            return f"iteration {version or '(starting)'} (process {self.child.pid})"
+        holder = self.service.lock.holder()
+        if holder is not None and holder.is_alive():
+            return holder.describe()
+        return None
+
+    # --- record --------------------------------------------------------------------------
+
+    def log(self, line: str) -> None:
+        stamped = f"{time.strftime('%Y-%m-%d %H:%M:%S')} watcher: {line}"
+        with open(self.log_path, "a", encoding="utf-8") as stream:
+            stream.write(stamped + "\n")
+        self.say(line)
+
+    def _write_state(self) -> None:
+        if self.child is not None:
+            self.state["iteration"] = {"pid": self.child.pid, "version": self.state["last_trigger"].get("iteration")}
+        else:
+            self.state["iteration"] = None
+        write_text_atomically(self.state_path, json.dumps(self.state, indent=2))
+
+    def _leave(self) -> None:
+        self._follow_child()
+        if self.child is not None:
+            version = self.state["last_trigger"].get("iteration") or "(starting)"
+            self.log(f"stopping; iteration {version} goes on in process {self.child.pid}")
+        self.state["ended_at"] = time.time()
+        try:
+            self._write_state()
+        finally:
+            self.log("stopped")
+            self.lock.release()
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def watch(project_dir: Path | str, say: Callable[[str], None] = lambda line: None) -> None:
+    """Watch in this process until SIGTERM or Ctrl+C."""
+    watcher = TriggerWatcher(project_dir, say)
+    signal.signal(signal.SIGTERM, watcher.request_stop)
+    watcher.run()
+
+
+def main(argv: list[str] | None = None) -> int:
+    from workbench.platform.detach import detach
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m workbench.pipeline.watcher PROJECT", file=sys.stderr)
+        return 2
+    detach()
+    try:
+        watch(args[0])
+    except PipelineError as exc:
+        print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} watcher: Error: {exc}", flush=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
