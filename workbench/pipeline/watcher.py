@@ -43,6 +43,7 @@ WATCHER_STATE = "watcher.json"
 WATCHER_LOG = "watcher.log"
 _NAP_S = 0.2
 _TICK_S = 1.0
+_IDENTIFY_S = 5.0
 
 
 class WatcherRunning(PipelineError):
@@ -248,25 +249,38 @@ class TriggerWatcher:
                                           stdout=output, stderr=output, start_new_session=True)
         self.state["last_trigger"] = {"reason": reason, "at": time.time(), "pid": self.child.pid,
                                       "command": args[0], "iteration": version, "state": RUNNING}
-        self.log(f"started `workbench pipeline {' '.join(args[:1] + args[2:])}` in process {self.child.pid} ({reason})")
+        # Which iteration it runs is known once it holds the pipeline lock (or has ended): a
+        # moment's wait, so that the status names it even when the next trigger comes soon.
+        deadline = time.monotonic() + _IDENTIFY_S
+        while not self._identify_child_iteration() and self.child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        version = self.state["last_trigger"].get("iteration") or "(not known yet)"
+        self.log(f"started `workbench pipeline {' '.join(args[:1] + args[2:])}` in process {self.child.pid}: "
+                 f"iteration {version} ({reason})")
         self._write_state()
+
+    def _identify_child_iteration(self) -> str | None:
+        last = self.state["last_trigger"]
+        if not last.get("iteration"):
+            holder = self.service.lock.holder()
+            if holder is not None and holder.pid == self.child.pid:
+                last["iteration"] = holder.version
+            elif self.child.poll() is not None:
+                newest = self.service.store.versions()
+                if newest and self.service.store.read(newest[-1]).pid == self.child.pid:
+                    last["iteration"] = newest[-1]
+        return last.get("iteration")
 
     def _follow_child(self) -> None:
         """Which iteration the child runs (once it has taken the lock), and its end."""
         if self.child is None:
             return
         last = self.state["last_trigger"]
-        if not last.get("iteration"):
-            holder = self.service.lock.holder()
-            if holder is not None and holder.pid == self.child.pid:
-                last["iteration"] = holder.version
+        self._identify_child_iteration()
         exit_status = self.child.poll()
         if exit_status is None:
             return
-        if not last.get("iteration"):
-            newest = self.service.store.versions()
-            if newest and self.service.store.read(newest[-1]).pid == self.child.pid:
-                last["iteration"] = newest[-1]
+        self._identify_child_iteration()
         state = self.service.get(last["iteration"]).state if last.get("iteration") else "not started"
         last["state"], last["exit_status"], last["ended_at"] = state, exit_status, time.time()
         self.log(f"iteration {last.get('iteration') or '(none)'} ended {state} (process {self.child.pid}, "

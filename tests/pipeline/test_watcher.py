@@ -1,0 +1,206 @@
+"""The trigger watcher as real processes on projects whose one step cuts a dataset version: a
+periodic trigger starts iterations, a data-growth trigger fires only once files are added, a
+second watcher is refused, --status and --stop, and a watcher killed with SIGKILL together with
+its iteration's process resumes that iteration when it is started again. Broken trigger
+declarations name their line and key; the trigger clock is driven directly."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from workbench.pipeline import PipelineError, PipelineService
+from workbench.pipeline.triggers import EVERY, SCHEDULE, TriggerClock, next_daily, parse_triggers
+from workbench.platform.locks import is_locked
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+FILES_PROJECT = """[project]
+name = "watched"
+
+[data]
+train = "data/train"
+
+[[pipeline.steps]]
+tool = "dataset"
+
+[pipeline.triggers]
+"""
+
+
+def _files_project(root: Path, triggers: str, samples: int = 4) -> Path:
+    for index in range(samples):
+        _add_sample(root, index)
+    (root / "workbench.toml").write_text(FILES_PROJECT + triggers)
+    return root
+
+
+def _add_sample(root: Path, index: int) -> None:
+    sample = root / "data" / "train" / f"{index:02d}.txt"
+    sample.parent.mkdir(parents=True, exist_ok=True)
+    sample.write_text(f"sample {index}\n")
+
+
+def _watch(project: Path, *args: str, timeout: float = 30) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "workbench", "pipeline", "watch", str(project), *args],
+                          capture_output=True, text=True, env=ENV, timeout=timeout)
+
+
+def _wait_for(condition, timeout: float = 20.0, what: str = ""):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"waited {timeout:.0f} s for {what}")
+
+
+def _iteration_state(project: Path, version: str) -> str | None:
+    path = project / "registry" / "pipeline" / f"iteration_{version}.json"
+    try:
+        return json.loads(path.read_text())["state"]
+    except (OSError, ValueError):
+        return None
+
+
+@pytest.fixture
+def stop_watchers():
+    started: list[Path] = []
+    yield started
+    for project in started:
+        _watch(project, "--stop")
+
+
+# --- declaration and clock ---------------------------------------------------------------
+
+@pytest.mark.parametrize("triggers, line, words", [
+    ('every = "6 hours"\n', 11, ["'every'", "\"45s\""]),
+    ('schedule = "25:00"\n', 11, ["'schedule'", "HH:MM"]),
+    ('every = "1h"\non_data_grwth = { samples = 3 }\n', 12, ["'on_data_grwth'", "did you mean on_data_growth"]),
+    ('check_every = "1m"\non_data_growth = { samples = -1 }\n', 12, ["'samples'", "more than 0"]),
+    ('on_data_growth = { precent = 5 }\n', 11, ["'precent'", "did you mean percent"]),
+])
+def test_a_broken_trigger_is_one_error_naming_its_line_and_key(triggers, line, words):
+    with pytest.raises(PipelineError) as raised:
+        parse_triggers(FILES_PROJECT + triggers)
+    message = str(raised.value)
+    assert message.startswith(f"workbench.toml line {line}: key "), message
+    assert all(word in message for word in words), message
+
+
+def test_the_clock_counts_a_period_from_its_last_firing_and_a_schedule_from_its_time_of_day():
+    triggers = parse_triggers(FILES_PROJECT + 'every = "30m"\nschedule = "02:00"\non_data_growth = { percent = 5 }\n')
+    clock = TriggerClock(triggers, now=1000.0, last_fired={EVERY: 400.0})
+    assert clock.due[EVERY] == 400.0 + 1800  # a restart does not push the period back
+    assert clock.due_now(1000.0) == ["data growth"]  # the data is looked at once at start
+    clock.passed(EVERY, 2200.0)
+    assert clock.due[EVERY] == 4000.0
+    due = clock.due[SCHEDULE]
+    assert 1000.0 < due <= 1000.0 + 86400 and time.localtime(due)[3:6] == (2, 0, 0)
+    assert next_daily(due, 2, 0) > due  # fired at 02:00: due again the next day, not at once
+
+
+# --- real watchers -----------------------------------------------------------------------
+
+def test_a_periodic_trigger_starts_iterations_and_a_second_watcher_is_refused(tmp_path, stop_watchers):
+    project = _files_project(tmp_path / "periodic", 'every = "1s"\n')
+    stop_watchers.append(project)
+    started = _watch(project, "--detach", "--json")
+    assert started.returncode == 0, started.stderr
+    pid = json.loads(started.stdout)["pid"]
+    assert json.loads(started.stdout)["started"] is True
+
+    _wait_for(lambda: _iteration_state(project, "0000") == "done", what="the first iteration to be done")
+    service = PipelineService(project)
+    assert service.get("0000").steps[0].outputs["dataset_version"] == "0000"
+
+    again = _watch(project)
+    assert again.returncode == 1 and f"a trigger watcher already runs for {project} (pid {pid}" in again.stderr
+    detached_again = _watch(project, "--detach")
+    assert detached_again.returncode == 0 and f"already runs for this project (pid {pid})" in detached_again.stdout
+
+    status = json.loads(_watch(project, "--status", "--json").stdout)
+    assert status["running"] is True and status["pid"] == pid and status["triggers"] == ["every 1s"]
+    assert EVERY in status["next_due"] and status["last_trigger"]["reason"] == "every 1s"
+    _wait_for(lambda: json.loads(_watch(project, "--status", "--json").stdout)["last_trigger"].get("iteration"),
+              what="the status to name the iteration the trigger started")
+
+    stopped = _watch(project, "--stop")
+    assert stopped.returncode == 0 and f"stopped the trigger watcher (pid {pid})" in stopped.stdout
+    assert not is_locked(project / "registry" / "pipeline" / ".watcher.lock")
+    after = _watch(project, "--status")
+    assert after.returncode == 0 and "no trigger watcher runs" in after.stdout
+    assert "trigger fired: every 1s" in (project / "registry" / "pipeline" / "watcher.log").read_text()
+
+
+def test_a_data_growth_trigger_fires_only_once_files_are_added(tmp_path, stop_watchers):
+    project = _files_project(tmp_path / "growth", 'on_data_growth = { samples = 3 }\ncheck_every = "1s"\n')
+    assert PipelineService(project).start().state == "done"  # version 0000 holds the four samples
+    stop_watchers.append(project)
+    assert _watch(project, "--detach").returncode == 0
+    log = project / "registry" / "pipeline" / "watcher.log"
+    time.sleep(2.5)  # two looks at the data with nothing new
+    assert _iteration_state(project, "0001") is None and "trigger fired" not in log.read_text()
+
+    _add_sample(project, 10)
+    _add_sample(project, 11)
+    time.sleep(1.5)
+    assert _iteration_state(project, "0001") is None  # two new samples are not three
+    _add_sample(project, 12)
+    _wait_for(lambda: _iteration_state(project, "0001") == "done", what="the data-growth iteration")
+    assert "trigger fired: data growth: 3 new samples since dataset version 0000" in log.read_text()
+    assert PipelineService(project).versions.datasets.latest().samples == 7
+
+
+SLOW_DATA = """import time
+from pathlib import Path
+
+
+def sample_ids(hp):
+    # Held while the file "hold" exists, so a test can kill the iteration in the middle of this step.
+    while Path(__file__).with_name("hold").exists():
+        time.sleep(0.05)
+    return {"train": ["a", "b", "c"], "val": []}
+"""
+
+
+def test_a_watcher_killed_with_its_iteration_resumes_the_iteration_when_started_again(tmp_path, stop_watchers):
+    project = tmp_path / "killed"
+    project.mkdir()
+    (project / "slowdata.py").write_text(SLOW_DATA)
+    (project / "hold").write_text("")
+    (project / "workbench.toml").write_text('[project]\nname = "killed"\n\n[data]\nsamples = "slowdata:sample_ids"\n'
+                                            '\n[[pipeline.steps]]\ntool = "dataset"\n\n[pipeline.triggers]\n'
+                                            'every = "1s"\n')
+    stop_watchers.append(project)
+    started = _watch(project, "--detach", "--json")
+    assert started.returncode == 0, started.stderr
+    watcher_pid = json.loads(started.stdout)["pid"]
+    record = project / "registry" / "pipeline" / "iteration_0000.json"
+    iteration_pid = _wait_for(lambda: record.exists() and json.loads(record.read_text())["pid"],
+                              what="the triggered iteration to run")
+    assert _iteration_state(project, "0000") == "running"
+
+    os.kill(watcher_pid, signal.SIGKILL)
+    os.killpg(iteration_pid, signal.SIGKILL)  # the iteration and the step's own process
+    _wait_for(lambda: PipelineService(project).get("0000").state == "failed",
+              what="the killed iteration to show as failed")
+    assert not is_locked(project / "registry" / "pipeline" / ".watcher.lock")
+
+    (project / "hold").unlink()
+    again = _watch(project, "--detach", "--json")
+    assert again.returncode == 0 and json.loads(again.stdout)["started"] is True, again.stderr
+    _wait_for(lambda: _iteration_state(project, "0000") == "done", what="the resumed iteration to be done")
+    log = (project / "registry" / "pipeline" / "watcher.log").read_text()
+    assert f"iteration 0000 was running in process {iteration_pid}, which is gone" in log
+    assert "resuming iteration 0000 at step 1" in log
+    status = json.loads(_watch(project, "--status", "--json").stdout)
+    assert status["resumed"]["version"] == "0000" and status["resumed"]["dead_pid"] == iteration_pid
