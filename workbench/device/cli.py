@@ -681,7 +681,14 @@ def _project_of(path: Path) -> Path | None:
 
 # --- deploy and slots (deploy_cli.py, which uses the plumbing above) ---
 
-from workbench.device.deploy_cli import deploy_command, slots_command  # noqa: E402
+from workbench.device.deploy_cli import (  # noqa: E402
+    deploy_command,
+    redeploy_command,
+    rollback_command,
+    slots_command,
+)
 
 device_group.add_command(deploy_command)
 device_group.add_command(slots_command)
+device_group.add_command(rollback_command)
+device_group.add_command(redeploy_command)

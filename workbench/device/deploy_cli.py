@@ -80,3 +80,73 @@ def slots_command(device: str, as_json: bool) -> None:
                          "failed" + (f"; {item['error']}" if item.get("error") else ""))
         text = "\n".join(lines)
     emit(data, as_json, text)
+
+
+def _project_and_alias(arguments: tuple[str, ...], verb: str) -> tuple[Path, str]:
+    from workbench.device.errors import DeviceError
+
+    if len(arguments) > 2:
+        raise DeviceError(f"{verb} takes [PROJECT] ALIAS, not {len(arguments)} arguments "
+                          f"({' '.join(arguments)})")
+    project = Path(arguments[0]) if len(arguments) == 2 else Path.cwd()
+    return project.expanduser().absolute(), arguments[-1]
+
+
+def _report_push(push, as_json: bool, project: Path) -> None:
+    emit(push.to_json(), as_json, push.to_text())
+    if not push.ok:
+        missed = [o for report in push.reports for o in report.not_switched]
+        failed = ", ".join(f"{o.device} ({o.state})" for o in missed)
+        click.echo(f"error: {len(missed)} device(s) did not switch to version {push.version}: {failed}; "
+                   f"`workbench device redeploy {project} {push.alias}` pushes to them again", err=True)
+        raise SystemExit(1)
+
+
+@click.command("rollback", context_settings=_CONTEXT,
+               short_help="Roll an alias back and push that version to the devices serving it.")
+@click.argument("arguments", nargs=-1, required=True, metavar="[PROJECT] ALIAS")
+@click.option("--reason", default="", help="Why (kept in the alias's history).")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(1, 86400), default=120.0,
+              show_default=True, help="Seconds each device has to take the model and switch.")
+@_json_option
+@_command
+def rollback_command(arguments: tuple[str, ...], reason: str, timeout_s: float, as_json: bool,
+                     cancel=None) -> None:
+    """Move ALIAS (e.g. production) of PROJECT (default: the current folder) back to the
+    version it pointed to before its last move, as `workbench registry rollback` does, then
+    push that version to every device slot that serves the version ALIAS left (as the deploy
+    log says). Exits with status 1 when any device did not switch."""
+    from workbench.device.rollback import rollback_alias
+
+    project, alias = _project_and_alias(arguments, "rollback")
+    status = ProgressLine()
+    try:
+        push = rollback_alias(project, alias, reason, progress=status, cancel=cancel,
+                              timeout=timeout_s, paired=_devices())
+    finally:
+        status.close()
+    _report_push(push, as_json, project)
+
+
+@click.command("redeploy", context_settings=_CONTEXT,
+               short_help="Push an alias's version to the devices serving the version it left.")
+@click.argument("arguments", nargs=-1, required=True, metavar="[PROJECT] ALIAS")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(1, 86400), default=120.0,
+              show_default=True, help="Seconds each device has to take the model and switch.")
+@_json_option
+@_command
+def redeploy_command(arguments: tuple[str, ...], timeout_s: float, as_json: bool,
+                     cancel=None) -> None:
+    """Push the version ALIAS points to to every device slot that still serves the version
+    ALIAS was moved from (after `workbench registry rollback`, or a rollback some devices
+    missed); the alias itself does not move."""
+    from workbench.device.rollback import redeploy_alias
+
+    project, alias = _project_and_alias(arguments, "redeploy")
+    status = ProgressLine()
+    try:
+        push = redeploy_alias(project, alias, progress=status, cancel=cancel, timeout=timeout_s,
+                              paired=_devices())
+    finally:
+        status.close()
+    _report_push(push, as_json, project)
