@@ -15,13 +15,14 @@ import logging
 
 log = logging.getLogger(__name__)
 
-# In this order: the cluster's install extends the Runs panel that training's adds.
+# In this order: the cluster's install extends the Runs panel that training's adds; the
+# Pipeline's dock joins the Runs and Registry tabs.
 BUILT_IN: tuple[str, ...] = ("workbench.git.widgets:install", "workbench.training.widgets:install",
                              "workbench.cluster.widgets:install", "workbench.modeltools.widgets:install",
                              "workbench.device.widgets:install", "workbench.console.widgets:install",
                              "workbench.lsp.widgets:install", "workbench.debug.widgets:install",
                              "workbench.search.widgets:install", "workbench.adopt.widgets:install",
-                             "workbench.registry.widgets:install")
+                             "workbench.registry.widgets:install", "workbench.pipeline.widgets:install")
 
 
 def install_capabilities(window, entries: tuple[str, ...] | None = None) -> list[str]:
