@@ -38,7 +38,7 @@ def test_a_version_whose_file_went_missing_carries_a_warning(registry_project, m
 def test_the_plot_draws_the_chosen_metric_of_each_version(registry_project, make_panel, qtbot):
     panel, _errors = make_panel(registry_project)
     plot = panel.plot
-    assert plot.metric == "val_acc"
+    assert plot.chosen_metric == "val_acc"
     qtbot.waitUntil(lambda: plot.plotted()[0] == [0.0, 1.0, 2.0, 3.0], timeout=TIMEOUT_MS)
     assert plot.plotted()[1] == [0.71, 0.78, 0.83, 0.80]
     plot.set_metric("val_loss")

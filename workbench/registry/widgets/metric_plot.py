@@ -59,7 +59,7 @@ class MetricPlot(QWidget):
     # --- data ---------------------------------------------------------------------------------
 
     @property
-    def metric(self) -> str:
+    def chosen_metric(self) -> str:
         return self.metric_box.currentText()
 
     def set_versions(self, versions: list[ModelVersion], preferred: str = "") -> None:
@@ -67,7 +67,7 @@ class MetricPlot(QWidget):
         else ``preferred``, else the first they have."""
         self._versions = list(versions)
         names = metric_names(versions)
-        current = self.metric
+        current = self.chosen_metric
         self.metric_box.blockSignals(True)
         self.metric_box.clear()
         self.metric_box.addItems(names)
@@ -88,7 +88,7 @@ class MetricPlot(QWidget):
 
     def points(self) -> tuple[list[int], list[float]]:
         """The (version numbers, values) the plot draws for the chosen metric."""
-        return points(self._versions, self.metric) if self.metric else ([], [])
+        return points(self._versions, self.chosen_metric) if self.chosen_metric else ([], [])
 
     def plotted(self) -> tuple[list[float], list[float]]:
         """What the curve holds now (empty before the plot is built)."""
@@ -125,7 +125,7 @@ class MetricPlot(QWidget):
                 label.setPos(x, y)
                 self._plot.addItem(label)
                 self._labels.append(label)
-        self._plot.setLabel("left", self.metric)
+        self._plot.setLabel("left", self.chosen_metric)
         # Half a version of room at each end, so the names of aliases on the first or last
         # version are not cut at the plot's edge.
         self._plot.setXRange(min(xs) - 0.6, max(xs) + 0.6, padding=0)
