@@ -35,9 +35,10 @@ def test_rollback_moves_production_back_and_both_slots_serve_the_older_model(pro
     older = deploy_production(project, 0, addresses)
     newer = deploy_production(project, 1, addresses)
     assert older != newer and all(served(a)[0] == newer for a in slot_agents)
-    # A slot that serves another version is not production's: it keeps its model.
-    staging = deploy_to_devices(project, "0", [addresses[0]], slot="staging")
-    open_versions(project).models.set_alias("staging", 0)
+    # A slot that serves the same version deployed as another alias is not production's.
+    open_versions(project).models.set_alias("staging", 1)
+    staging = deploy_to_devices(project, "staging", [addresses[0]], slot="staging")
+    assert staging.sha256 == newer
 
     push = rollback_alias(project, "production", "the new model misreads 7s")
     assert push.ok and (push.left, push.version) == ("0001", "0000")

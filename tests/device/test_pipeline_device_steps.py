@@ -135,6 +135,7 @@ def test_verify_gate_and_deploy_switch_both_slots_and_move_production(project, a
     expected = hash_file(service.versions.models.folder / "bestmodel_0001.onnx")
     assert deploy.outputs["deploy"]["sha256"] == expected
     assert deploy.outputs["previous"] == "0000"
+    assert deploy.outputs["deploy"]["alias"] == "production"  # what a rollback of it finds
     for agent in agents:
         _, _, slots = list_slots(agent.address)
         assert [(s["slot"], s["model"]) for s in slots] == [("classifier", expected)]

@@ -86,6 +86,7 @@ class DeployReport:
     time: str
     outcomes: list[DeviceOutcome] = field(default_factory=list)
     seconds: float = 0.0
+    alias: str = ""
 
     @property
     def switched(self) -> list[DeviceOutcome]:
@@ -330,9 +331,11 @@ def deploy_to_devices(project_dir: Path | str, version_or_alias: str,
                       cancel: CancelToken | None = None, *,
                       timeout: float = DEFAULT_DEVICE_TIMEOUT_S,
                       paired: PairedDevices | None = None,
-                      runtime: str = DEFAULT_RUNTIME) -> DeployReport:
+                      runtime: str = DEFAULT_RUNTIME, alias: str | None = None) -> DeployReport:
     """Build the version's bundle, then push and switch ``slot`` to its model on every device
-    ``devices`` names (every paired device when None), in parallel; see the module."""
+    ``devices`` names (every paired device when None), in parallel; see the module. The log
+    records ``alias`` (default: ``version_or_alias`` when it is an alias) as what the slots
+    serve, so that a rollback of that alias finds them."""
     from workbench_device.slots import check_slot_name
     from workbench_device.protocol import ProtocolError
 
@@ -365,8 +368,10 @@ def deploy_to_devices(project_dir: Path | str, version_or_alias: str,
         say(f"{outcome.device}: {outcome.state}")
         return outcome
 
+    if alias is None:
+        alias = "" if str(version_or_alias).strip().isdigit() else str(version_or_alias)
     report = DeployReport(bundle.version, slot, str(bundle.model), bundle.sha256,
-                          str(bundle.zip_path.parent), now_iso())
+                          str(bundle.zip_path.parent), now_iso(), alias=alias)
     started = time.monotonic()
     say(f"Deploying {bundle.model.name} to {len(targets)} device(s)…")
     with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, len(targets)),
@@ -380,8 +385,8 @@ def deploy_to_devices(project_dir: Path | str, version_or_alias: str,
 def _record(folder: Path, report: DeployReport) -> None:
     """Add the deploy to ``deployments.jsonl`` (one JSON object a line; a failed write is
     logged, never a failed deploy: the devices switched already)."""
-    line = {"time": report.time, "version": report.version, "slot": report.slot,
-            "model": Path(report.model).name, "sha256": report.sha256, "seconds": report.seconds,
+    line = {"time": report.time, "version": report.version, "alias": report.alias,
+            "slot": report.slot, "model": Path(report.model).name, "sha256": report.sha256, "seconds": report.seconds,
             "devices": [{"device": o.device, "address": o.address, "state": o.state,
                          "reason": o.reason, "load_ms": o.load_ms, "warm_ms": o.warm_ms}
                         for o in report.outcomes]}

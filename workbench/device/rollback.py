@@ -2,7 +2,8 @@
 version it points to now.
 
 Which slots serve a version comes from the deploy log (``workbench.registry.deployments``: a
-slot serves what its last switched deploy put there). ``rollback_alias`` moves the alias back
+slot serves what its last switched deploy put there; one deployed as another alias is not the
+alias's). ``rollback_alias`` moves the alias back
 through the registry, then pushes; ``redeploy_alias`` only pushes, so that a push some devices
 missed (down, or a model they could not load) can be made again without moving the alias a
 second time: the slots that did switch serve the alias's version already and are left alone.
@@ -77,11 +78,11 @@ def redeploy_alias(project_dir: Path | str, alias: str, left: str | int | None =
     left_name, version = f"{int(left):04d}", f"{current:04d}"
     push = AliasPush(alias, version, left_name)
     by_slot: dict[str, list[str]] = {}
-    for served in slots_serving(registry.store.folder, left_name):
+    for served in slots_serving(registry.store.folder, left_name, alias):
         by_slot.setdefault(served.slot, []).append(served.address)
     for slot, addresses in by_slot.items():
         push.reports.append(deploy_to_devices(project_dir, version, addresses, slot, progress, cancel,
-                                              timeout=timeout, paired=paired))
+                                              timeout=timeout, paired=paired, alias=alias))
     return push
 
 

@@ -233,7 +233,7 @@ def deploy_step(params: dict, context: StepContext) -> dict:
         slot = params.get("slot", "classifier")
         context.say(f"pushing model version {version} to slot {slot} of {', '.join(devices)}")
         try:
-            report = deploy.deploy_to_devices(context.project_dir, version, devices, slot=slot)
+            report = deploy.deploy_to_devices(context.project_dir, version, devices, slot=slot, alias=alias)
         except DeviceError as exc:
             raise PipelineError(f"the deploy of model version {version} failed: {exc}; {alias} stays where "
                                 "it was.") from None

@@ -300,27 +300,14 @@ def registry_rollback_command(words, project, reason, as_json) -> None:
     """Move the alias NAME back to the version it pointed to before its last move. Devices do
     not follow: `workbench device rollback` does both, and the hint says which still serve the
     version NAME left."""
+    from workbench.registry.deployments import still_serving_hint
+
     models = _versions(project).models
     move = models.rollback(words[0], reason)
     emit(move.to_json(), as_json, _move_text(move))
-    hint = devices_hint(models.store.folder, move, project)
+    hint = still_serving_hint(models.store.folder, move, project)
     if hint:
         click.echo(hint, err=True)
-
-
-def devices_hint(registry_folder: Path, move, project: Path | None) -> str:
-    """One line naming the device slots that still serve the version ``move`` left, if any."""
-    from workbench.registry.deployments import slots_serving
-
-    if move.previous is None or move.version is None:
-        return ""
-    serving = slots_serving(registry_folder, move.previous)
-    if not serving:
-        return ""
-    left, now = f"{move.previous:04d}", f"{move.version:04d}"
-    where = ", ".join(f"{served.device} ({served.slot})" for served in serving)
-    command = f"workbench device redeploy {str(project) + ' ' if project else ''}{move.alias}"
-    return f"devices still serve {left}: {where}; run `{command}` to push {now} to them."
 
 
 @registry_group.command("remove")

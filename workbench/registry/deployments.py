@@ -1,9 +1,10 @@
 """Which device slots serve which model version, as the deploy log says.
 
 The device capability adds every deploy to ``<registry>/deployments/deployments.jsonl`` (one
-JSON object a line: ``version``, ``slot``, ``sha256``, ``time`` and ``devices``, each with its
-``device`` name, ``address`` and ``state``). A slot serves what its last deploy that switched
-put there. The registry reads the log (never writes it) so that moving an alias can say which
+JSON object a line: ``version``, ``alias`` (the alias deployed, "" for a version deployed by
+number), ``slot``, ``sha256``, ``time`` and ``devices``, each with its ``device`` name,
+``address`` and ``state``). A slot serves what its last deploy that switched put there, and it
+serves an alias when that deploy was of the alias or of a bare version number. The registry reads the log (never writes it) so that moving an alias can say which
 devices still serve the version the alias left, without the registry knowing devices.
 """
 
@@ -31,6 +32,7 @@ class ServedSlot:
     version: str
     sha256: str
     time: str
+    alias: str = ""
 
 
 def deployment_log(registry_folder: Path | str) -> Path:
@@ -60,13 +62,31 @@ def served_slots(registry_folder: Path | str) -> list[ServedSlot]:
                     latest.pop(key, None)  # keep the order of the latest switches
                     latest[key] = ServedSlot(str(device.get("device") or device["address"]),
                                              key[0], key[1], str(entry["version"]),
-                                             str(entry.get("sha256", "")), str(entry.get("time", "")))
+                                             str(entry.get("sha256", "")), str(entry.get("time", "")),
+                                                 str(entry.get("alias") or ""))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             log.warning("%s line %d is damaged (%s); skipped", path, number, exc)
     return list(latest.values())
 
 
-def slots_serving(registry_folder: Path | str, version: int | str) -> list[ServedSlot]:
-    """The slots whose last switched deploy was model version ``version`` (NNNN or a number)."""
+def slots_serving(registry_folder: Path | str, version: int | str,
+                  alias: str | None = None) -> list[ServedSlot]:
+    """The slots whose last switched deploy was model version ``version`` (NNNN or a number);
+    with ``alias``, only those deployed as that alias or by number (not as another alias)."""
     wanted = f"{int(version):04d}"
-    return [served for served in served_slots(registry_folder) if served.version == wanted]
+    return [served for served in served_slots(registry_folder) if served.version == wanted
+            and (alias is None or served.alias in ("", alias))]
+
+
+def still_serving_hint(registry_folder: Path | str, move, project: Path | str | None = None) -> str:
+    """One line naming the device slots that still serve the version an alias ``move`` (an
+    AliasMove) left, and the command that pushes the alias's version to them; "" when none."""
+    if move.previous is None or move.version is None:
+        return ""
+    serving = slots_serving(registry_folder, move.previous, move.alias)
+    if not serving:
+        return ""
+    where = ", ".join(f"{served.device} ({served.slot})" for served in serving)
+    command = f"workbench device redeploy {str(project) + ' ' if project else ''}{move.alias}"
+    return (f"devices still serve {move.previous:04d}: {where}; run `{command}` to push "
+            f"{move.version:04d} to them.")

@@ -36,6 +36,7 @@ from workbench.qt.tasks import Operation, TaskRunner
 from workbench.registry.errors import RegistryError
 from workbench.registry.models import ModelRegistry, ModelVersion, RetentionReport
 from workbench.registry.settings import RegistrySettings, read_settings
+from workbench.registry.deployments import still_serving_hint
 from workbench.registry.store import format_number
 from workbench.registry.widgets.dataset_view import DatasetView
 from workbench.registry.widgets.dialogs import AliasHistoryDialog, RollbackDialog, SetAliasDialog
@@ -411,9 +412,12 @@ class RegistryPanel(QWidget):
             dialog.open()
             return dialog
         registry = self.registry
+        # The devices do not follow (the registry knows no devices): say which still serve the
+        # version the alias left, and the command that pushes to them.
         return self._change("rollback", f"Rolling back {alias}", lambda: registry.rollback(alias, reason or ""),
                             lambda move: f"{alias} is back on version {format_number(move.version)}"
-                            + (f" (from {format_number(move.previous)})." if move.previous is not None else "."))
+                            + (f" (from {format_number(move.previous)})." if move.previous is not None else ".")
+                            + _prefixed(" ", still_serving_hint(registry.store.folder, move)))
 
     def remove_version(self, version: int | str | None = None, confirm: bool = True) -> Operation | QMessageBox | None:
         """Remove the version, after the user confirms (``confirm=False``: at once)."""
@@ -600,3 +604,7 @@ def _retention_text(report: RetentionReport) -> str:
     names = ", ".join(format_number(number) for number in report.plan.remove)
     return (f"Retention removed version{'s' if len(report.plan.remove) > 1 else ''} {names} "
             f"({len(report.plan.files_removed)} files, {format_size(report.removed_bytes)}): {_freed(report)}.")
+
+
+def _prefixed(prefix: str, text: str) -> str:
+    return prefix + text if text else ""
