@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import sys
 
-import numpy as np
 import pytest
 
 from tests.device.conftest import AgentProcess, free_port
@@ -126,8 +125,13 @@ def production_of(project) -> int | None:
 
 def test_verify_gate_and_deploy_switch_both_slots_and_move_production(project, agents):
     service = trained_iteration(project, [a.address for a in agents])
+    lines: list[str] = []
+    service.say = lines.append
     iteration = service.resume("0002")
     assert iteration.state == DONE, iteration.error
+    for agent in agents:  # each device's switch, with its load and warm-up times
+        assert any(line.strip().startswith(f"{agent.name}: switched, load ") and "warm-up" in line
+                   for line in lines), lines
     verify, gate, deploy = iteration.steps[1:]
     assert set(verify.outputs["verifications"]) == {a.address for a in agents}
     assert [r["gate"] for r in gate.outputs["results"]] == ["min_agreement", "max_p90_ms"]
@@ -150,9 +154,12 @@ def test_a_device_that_is_down_fails_the_deploy_naming_it_and_resume_finishes(pr
     # Verified on the device that is up; the deploy goes to both.
     declare(project, [up.address], [up.address, down.address])
     down.stop()
+    lines: list[str] = []
+    service.say = lines.append
     failed = service.resume("0002")
     assert failed.state == "failed" and failed.failed_step == 3, failed.error
     assert down.address in failed.error and "did not switch" in failed.error
+    assert f"{down.address}: unreachable, nothing answers" in "\n".join(lines)
     assert "production stays where it was" in failed.error
     recorded = {o["address"]: o["state"] for o in failed.steps[3].outputs["deploy"]["outcomes"]}
     assert recorded == {up.address: "switched", down.address: "unreachable"}

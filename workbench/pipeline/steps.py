@@ -238,6 +238,9 @@ def deploy_step(params: dict, context: StepContext) -> dict:
             raise PipelineError(f"the deploy of model version {version} failed: {exc}; {alias} stays where "
                                 "it was.") from None
         outputs["deploy"] = report.to_json() if hasattr(report, "to_json") else {}
+        for outcome in getattr(report, "outcomes", []):
+            context.say(f"{outcome.device}: {outcome.state}, " + (
+                outcome.timings_text() if outcome.state == "switched" else outcome.reason))
         failed = getattr(report, "not_switched", [])
         if failed:
             # Which devices switched stays in the failed step's record; resume pushes again.

@@ -33,10 +33,10 @@ from PySide6.QtWidgets import (
 
 from workbench.qt import theme
 from workbench.qt.tasks import Operation, TaskRunner
+from workbench.registry.deployments import still_serving_hint
 from workbench.registry.errors import RegistryError
 from workbench.registry.models import ModelRegistry, ModelVersion, RetentionReport
 from workbench.registry.settings import RegistrySettings, read_settings
-from workbench.registry.deployments import still_serving_hint
 from workbench.registry.store import format_number
 from workbench.registry.widgets.dataset_view import DatasetView
 from workbench.registry.widgets.dialogs import AliasHistoryDialog, RollbackDialog, SetAliasDialog
