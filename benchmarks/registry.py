@@ -34,7 +34,7 @@ VERSION_MAX = 5
 PINNED = {3, 17, 30}
 ALIASED = {"production": 12, "staging": 44, "canary": 3}
 # Versions whose weights are the same bytes as an earlier version's (a run that did not improve
-# on its starting point): each refers to the first one's file instead of storing it again.
+# on its starting point): each links the first one's file under its own name, no second copy.
 SAME_WEIGHTS_AS = {9: 2, 13: 12, 20: 2, 46: 12, 47: 40, 48: 3, 49: 41}
 
 
@@ -87,15 +87,26 @@ def time_registration(root: Path, megabytes: int) -> dict:
 
 def expected_after_gc() -> set[str]:
     """The files that must stay, counted from the rules: the newest VERSION_MAX, pinned and
-    aliased versions stay; a file stays when a staying version refers to it."""
+    aliased versions stay, each with its own files (weights identical to an earlier version's
+    are a link under the later version's name)."""
     staying = set(range(VERSIONS - VERSION_MAX, VERSIONS)) | PINNED | set(ALIASED.values())
     names = {".gitignore"}
     for number in staying:
-        owner = SAME_WEIGHTS_AS.get(number, number)
-        names.add(f"bestmodel_{owner:04d}.pt")
+        names.add(f"bestmodel_{number:04d}.pt")
         names.add(f"bestmodel_{number:04d}.onnx")
         names.add(f"neural_net_info_{number:04d}.yaml")
     return names
+
+
+def weights_whole(folder: Path) -> bool:
+    """Every staying version's weights are the bytes its run wrote (a shared file outlives the
+    removal of the version it came from)."""
+    for path in folder.glob("bestmodel_*.pt"):
+        number = int(path.name[len("bestmodel_"):].split(".")[0])
+        expected = f"weights of version {SAME_WEIGHTS_AS.get(number, number)}".encode() * 100
+        if path.read_bytes() != expected:
+            return False
+    return True
 
 
 def check_retention(root: Path) -> dict:
@@ -117,7 +128,8 @@ def check_retention(root: Path) -> dict:
     report = open_versions(root, settings, python=sys.executable).models.gc()
     present = {path.name for path in models.folder.iterdir()}
     expected = expected_after_gc()
-    return {"retention_ok": present == expected, "retention_versions_removed": len(report.plan.remove),
+    return {"retention_ok": present == expected and weights_whole(models.folder),
+            "retention_versions_removed": len(report.plan.remove),
             "retention_files_removed": len(report.plan.files_removed),
             "retention_unexpected": sorted(present - expected), "retention_missing": sorted(expected - present)}
 

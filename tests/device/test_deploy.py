@@ -110,8 +110,9 @@ def test_the_bundle_names_the_int8_model_its_sha256_shapes_and_preprocessing(pro
         assert sorted(archive.namelist()) == ["bestmodel_0000.int8.onnx", "deployment_0000.yaml"]
         assert archive.read("bestmodel_0000.int8.onnx") == bundle.model.read_bytes()
     plain = build_bundle(project, "0001")
-    # Its model is the same file as 0000's plain ONNX one: the registry keeps it once.
-    assert plain.model.name == "bestmodel_0000.onnx" and plain.version == "0001"
+    # Its model is the same bytes as 0000's plain ONNX one: a link under its own name.
+    assert plain.model.name == "bestmodel_0001.onnx" and plain.version == "0001"
+    assert plain.model.stat().st_ino == (plain.model.parent / "bestmodel_0000.onnx").stat().st_ino
     assert plain.description["preprocessing"] == NO_PREPROCESSING
     with pytest.raises(DeviceError, match="no ONNX model to deploy.*convert it first"):
         build_bundle(project, "3")

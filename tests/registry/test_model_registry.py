@@ -4,6 +4,7 @@ that only grow, retention, aliases with their history and rollback, and damaged 
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 import yaml
@@ -56,14 +57,15 @@ def test_a_file_outside_the_run_folder_is_copied_not_linked(registry):
     assert stored.read_bytes() == b"a script's own model file"
 
 
-def test_an_identical_file_is_referred_to_not_stored_twice(registry):
+def test_an_identical_file_is_linked_under_the_new_version_s_name_not_stored_twice(registry):
     root, models = registry
     first = register_run(models(), root, "run-1", b"same weights").version
     second = register_run(models(), root, "run-2", b"same weights", {"model.onnx": b"new graph"}).version
-    assert second.files[0].stored == "shared" and second.files[0].name == first.files[0].name == "bestmodel_0000.pt"
-    assert second.files[1].name == "bestmodel_0001.onnx"
-    assert not (root / "registry" / "models" / "bestmodel_0001.pt").exists()
-    assert models().weights_path(1) == root / "registry" / "models" / "bestmodel_0000.pt"
+    assert second.files[0].stored == "shared" and second.files[0].name == "bestmodel_0001.pt"
+    assert second.files[1].name == "bestmodel_0001.onnx" and first.files[0].name == "bestmodel_0000.pt"
+    folder = root / "registry" / "models"
+    assert (folder / "bestmodel_0001.pt").stat().st_ino == (folder / "bestmodel_0000.pt").stat().st_ino
+    assert models().weights_path(1) == folder / "bestmodel_0001.pt"
     assert second.own_size == len(b"new graph") and second.size == second.files[0].size + len(b"new graph")
 
 
@@ -87,7 +89,7 @@ def test_retention_keeps_the_newest_pinned_aliased_and_shared_and_reports_space(
         register_run(registry_, root, f"run-{number}", payload, {"model.onnx": payload[:10] + bytes([number])})
     registry_.pin(3)
     registry_.set_alias("production", 1, reason="passed the device check")
-    # 0's weights are shared by 2; 2 is removed too, so bestmodel_0000.pt goes with them.
+    # 0's weights are linked as 2's; 2 is removed too, so both names go.
     # Version 4 shares nothing; 5, 6, 7 are the newest three.
     registry_.set_alias("staging", 6)
     dry = models(version_max=3).gc(dry_run=True)
@@ -97,8 +99,8 @@ def test_retention_keeps_the_newest_pinned_aliased_and_shared_and_reports_space(
     assert report.plan.remove == [0, 2, 4] and report.plan.keep == [1, 3, 5, 6, 7]
     assert report.plan.why_kept == {1: "alias production", 3: "pinned"}
     assert sorted(report.plan.files_removed) == ["bestmodel_0000.onnx", "bestmodel_0000.pt", "bestmodel_0002.onnx",
-                                                 "bestmodel_0004.onnx", "bestmodel_0004.pt"]
-    sizes = 1000 + 11 + 11 + 4000 + 11
+                                                 "bestmodel_0002.pt", "bestmodel_0004.onnx", "bestmodel_0004.pt"]
+    sizes = 1000 + 11 + 1000 + 11 + 4000 + 11
     assert report.removed_bytes == sizes and dry.removed_bytes == sizes
     # Every file was linked from a run folder that still holds it: nothing came back to the disk.
     assert report.freed_bytes == 0
@@ -107,16 +109,19 @@ def test_retention_keeps_the_newest_pinned_aliased_and_shared_and_reports_space(
         assert models().problems(version) == []
 
 
-def test_retention_shares_a_file_of_a_removed_version_with_a_kept_one(registry):
+def test_a_kept_version_keeps_the_bytes_it_shares_with_a_removed_one(registry):
     root, models = registry
     register_run(models(), root, "run-0", b"shared weights")
     for number in range(1, 4):
         register_run(models(), root, f"run-{number}", f"weights {number}".encode())
+    shutil.rmtree(root / "runs" / "run-0")
     newest = register_run(models(version_max=2), root, "run-4", b"shared weights")
     assert newest.retention.plan.remove == [0, 1, 2]
-    assert "bestmodel_0000.pt" in newest.retention.plan.files_kept_shared
-    assert (root / "registry" / "models" / "bestmodel_0000.pt").is_file()
-    assert models().weights_path(4).name == "bestmodel_0000.pt"
+    folder = root / "registry" / "models"
+    assert not (folder / "bestmodel_0000.pt").exists()
+    assert models().weights_path(4).read_bytes() == b"shared weights"
+    # 0's file still had 4's link: removing its name gave nothing back.
+    assert "bestmodel_0000.pt" in newest.retention.plan.files_removed
 
 
 def test_space_freed_counts_files_with_no_other_link(registry):

@@ -9,7 +9,8 @@ visible only once it is complete.
 
 Files are hard-linked from the run folder (trainkit replaces its files by renaming, so the run
 never writes into a registered file), reflinked or copied from anywhere else, and a file
-identical to one an earlier version holds is referred to, not stored twice. Numbers only grow.
+identical to one an earlier version holds is a hard link to it under the new version's name, not
+a second copy. Numbers only grow.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ class ModelFile:
     sha256: str
     role: str            # "best weights (val_acc)", "onnx", "int8 quantized", ...
     source: str = ""     # where it came from
-    stored: str = ""     # "hardlink", "reflink", "copy", or "shared" (another version's file)
+    stored: str = ""     # "hardlink", "reflink", "copy", or "shared" (linked to an earlier version's same bytes)
 
 
 @dataclass
@@ -348,20 +349,24 @@ class ModelRegistry:
                 current = f" ({path.name})"
                 sha = hash_file(path)
                 size = path.stat().st_size
-                if sha in known:
-                    entries.append(ModelFile(name=known[sha], size=size, sha256=sha, role=role, source=str(path),
-                                             stored="shared"))
-                    continue
                 name = _file_name(number, path, {entry.name for entry in entries})
+                if sha in known:
+                    # The same bytes as an earlier version's file: a link to it under this
+                    # version's own name, so the version's files all carry its number (the model
+                    # tools file a conversion under the version its input's name says).
+                    stored = _store(self.folder / known[sha], staging / name, inside_run=True)
+                    stored = "shared" if stored == "hardlink" else stored
+                    entries.append(ModelFile(name=name, size=size, sha256=sha, role=role, source=str(path),
+                                             stored=stored))
+                    continue
                 inside_run = run_folder is not None and path.resolve().is_relative_to(Path(run_folder).resolve())
                 stored = _store(path, staging / name, inside_run)
                 entries.append(ModelFile(name=name, size=size, sha256=sha, role=role, source=str(path),
                                          stored=stored))
                 known[sha] = name
             for entry in entries:
-                if entry.stored != "shared":
-                    os.replace(staging / entry.name, self.folder / entry.name)
-                    placed.append(self.folder / entry.name)
+                os.replace(staging / entry.name, self.folder / entry.name)
+                placed.append(self.folder / entry.name)
             current = f" ({self._info_path(number).name})"
             record = {"version": format_number(number), "created": now_iso(), "created_by": os_user(),
                       **info, "files": [vars(entry) for entry in entries], "verifications": []}
