@@ -284,7 +284,7 @@ class ProjectWindow(QMainWindow):
             self.layout().activate()
             self.resize(size)
         self.dock_layout.restore_all()
-        if self.screen() is not None:  # saved on a larger screen (or grown past this one): back on this one
+        if getattr(self, "_restored_geometry", False) and self.screen() is not None:  # saved on a larger screen
             fits = self.size().boundedTo(self.screen().availableGeometry().size()).expandedTo(self.minimumSizeHint())
             if fits != self.size():
                 self.resize(fits)
@@ -739,7 +739,9 @@ class ProjectWindow(QMainWindow):
 
     def _restore_state(self) -> None:
         state = self._state_store.load()
-        if not (state.geometry_b64 and self.restoreGeometry(QByteArray(base64.b64decode(state.geometry_b64)))):
+        self._restored_geometry = bool(state.geometry_b64) and self.restoreGeometry(
+            QByteArray(base64.b64decode(state.geometry_b64)))
+        if not self._restored_geometry:
             self.resize(first_open_size(self.screen().availableGeometry().size()
                                         if self.screen() is not None else None))
         # The docks there are now (the Explorer) take their places at once; the capabilities'
