@@ -16,46 +16,17 @@ REGISTRY_DOCK_ID = "registry"
 
 def install(window) -> None:
     """Add the Registry dock and its commands to ``window``."""
-    from PySide6.QtCore import Qt
-    from PySide6.QtWidgets import QDockWidget
-
+    from workbench.qt.docks import add_dock_beside_runs
     from workbench.registry.widgets.commands import register_commands
     from workbench.registry.widgets.registry_panel import RegistryPanel
 
     panel = RegistryPanel(window.project.root, lambda: _project_settings(window), window.tasks,
                           window.commands, window.show_error)
     panel.setObjectName("registry-panel")
-    # A dock the saved layout knows goes back where the user left it; a new one waits at the
-    # bottom, hidden while the project has no registry, until Models ▸ Registry shows it.
-    known = f"dock-{REGISTRY_DOCK_ID}".encode("utf-16-be") in bytes(window.saveState().data())
-    dock = window.add_dock(REGISTRY_DOCK_ID, "Registry", panel, Qt.DockWidgetArea.BottomDockWidgetArea)
+    # Listed before the dock is placed: a new dock with something to show joins the Runs tabs.
     panel.refresh()
-    placed = [known]
-
-    def place() -> None:
-        # First shown: as a tab beside the Runs dock, where a run's versions are looked for
-        # (side by side, the two panels' tables would need more width than most screens have).
-        runs = window.findChild(QDockWidget, "dock-runs")
-        if runs is not None and not runs.isHidden() and window.dockWidgetArea(runs) == window.dockWidgetArea(dock):
-            window.tabifyDockWidget(runs, dock)
-            runs.raise_()
-        placed[0] = True
-
-    if not known:
-        if panel.versions or panel.dataset_view.versions:
-            place()
-        else:
-            dock.hide()
-    else:
-        # Hidden until the saved layout shows it (or not): shown meanwhile, its table's height
-        # would make the window taller than it was saved.
-        dock.hide()
-
-    def show() -> None:
-        if not placed[0]:
-            place()
-        dock.show()
-        dock.raise_()
+    show = add_dock_beside_runs(window, REGISTRY_DOCK_ID, "Registry", panel,
+                                lambda: bool(panel.versions or panel.dataset_view.versions))
 
     register_commands(window, panel, show)
     _decorate_buttons(panel)
