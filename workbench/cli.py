@@ -32,7 +32,7 @@ CAPABILITY_GROUPS: dict[str, str] = {
     "runs": "workbench.training.cli:runs_group",
     "cluster": "workbench.cluster.cli:cluster_group",
     "model": "workbench.modeltools.cli:model_group",
-    "device": "workbench.device.cli:device_group",
+    "device": "workbench.device.deploy_cli:device_group",  # with the deploy commands
     "init": "workbench.adopt.cli:init_command",
     "dataset": "workbench.registry.cli:dataset_group",
     "registry": "workbench.registry.cli:registry_group",

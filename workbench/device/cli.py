@@ -677,18 +677,3 @@ def _project_of(path: Path) -> Path | None:
         if (folder / "workbench.toml").is_file():
             return folder
     return None
-
-
-# --- deploy and slots (deploy_cli.py, which uses the plumbing above) ---
-
-from workbench.device.deploy_cli import (  # noqa: E402
-    deploy_command,
-    redeploy_command,
-    rollback_command,
-    slots_command,
-)
-
-device_group.add_command(deploy_command)
-device_group.add_command(slots_command)
-device_group.add_command(rollback_command)
-device_group.add_command(redeploy_command)

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from workbench.clikit import ProgressLine, emit
-from workbench.device.cli import DEVICE_HELP, _CONTEXT, _command, _devices, _json_option, _when
+from workbench.device.cli import DEVICE_HELP, _CONTEXT, _command, _devices, _json_option, _when, device_group
 
 
 @click.command("deploy", context_settings=_CONTEXT,
@@ -150,3 +150,11 @@ def redeploy_command(arguments: tuple[str, ...], timeout_s: float, as_json: bool
     finally:
         status.close()
     _report_push(push, as_json, project)
+
+
+# The whole `workbench device` group: the link's commands (cli.py) and these. workbench/cli.py
+# names this module's group, so cli.py never imports this one back.
+device_group.add_command(deploy_command)
+device_group.add_command(slots_command)
+device_group.add_command(rollback_command)
+device_group.add_command(redeploy_command)
