@@ -79,10 +79,11 @@ def version_record(info: RunInfo, folder: RunFolder) -> dict:
     """The facts of the version that are the run's (the registry adds files and times)."""
     outcome = folder.read_outcome() or {}
     best = _read_json(Path(info.run_dir) / BEST_RECORD)
+    evaluations = _evaluations(folder)
     return {
         # The weights registered are the best epoch's: its evaluation values describe them. The
         # run's last values (a test set scored at the end, say) are kept beside them.
-        "metrics": {**info.final_metrics, **_evaluation_at(folder, best.get("epoch"))},
+        "metrics": {**info.final_metrics, **evaluations.get(best.get("epoch"), {})},
         "final_metrics": dict(info.final_metrics),
         "best": best or None,
         "dataset_version": info.dataset_version or None,
@@ -91,7 +92,7 @@ def version_record(info: RunInfo, folder: RunFolder) -> dict:
         "training": {
             "backend": info.backend, "cluster": info.cluster or None,
             "processes": outcome.get("processes") or info.nproc,
-            "steps": outcome.get("step"), "epochs": _epochs_run(folder),
+            "steps": outcome.get("step"), "epochs": max(evaluations, default=None),
             # As the training helpers saw it (cpu, cuda:0); unknown for a script of one's own.
             "device": outcome.get("device"),
             "duration_s": round(info.duration, 1) if info.duration is not None else None,
@@ -128,11 +129,10 @@ def _best_role(record_path: Path) -> str:
     return text
 
 
-def _evaluation_at(folder: RunFolder, epoch) -> dict:
-    """The values logged with ``epoch`` (``val_loss``, ``val_acc`` …), the last such record."""
-    if not isinstance(epoch, int):
-        return {}
-    found: dict = {}
+def _evaluations(folder: RunFolder) -> dict[int, dict]:
+    """The values logged with each epoch (``val_loss``, ``val_acc`` …), read in one pass; the
+    last record of an epoch wins."""
+    found: dict[int, dict] = {}
     try:
         with open(folder.metrics, encoding="utf-8") as lines:
             for line in lines:
@@ -140,30 +140,14 @@ def _evaluation_at(folder: RunFolder, epoch) -> dict:
                     continue
                 try:
                     record = json.loads(line)
-                except ValueError:
+                    epoch = int(record["epoch"])
+                except (ValueError, KeyError, TypeError):
                     continue
-                if isinstance(record, dict) and record.get("epoch") == epoch:
-                    found = {key: value for key, value in record.items()
-                             if key not in ("step", "epoch", "time") and isinstance(value, (int, float))}
+                found[epoch] = {key: value for key, value in record.items()
+                                if key not in ("step", "epoch", "time") and isinstance(value, (int, float))}
     except OSError:
         return {}
     return found
-
-
-def _epochs_run(folder: RunFolder) -> int | None:
-    """The last epoch the metrics record."""
-    last = None
-    try:
-        with open(folder.metrics, encoding="utf-8") as lines:
-            for line in lines:
-                if '"epoch"' in line:
-                    try:
-                        last = int(json.loads(line)["epoch"])
-                    except (ValueError, KeyError, TypeError):
-                        continue
-    except OSError:
-        return None
-    return last
 
 
 def _read_json(path: Path) -> dict:
