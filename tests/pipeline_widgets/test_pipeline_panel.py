@@ -58,12 +58,17 @@ def test_start_launches_the_pipeline_command_detached(pipeline_project, make_pan
     operation = finish(qtbot, panel, panel.start)
     assert operation.succeeded and errors == []
     module, args, log, cwd = launched.asked[-1]
-    assert (module, args, cwd) == ("workbench", ["pipeline", "start", str(pipeline_project)], pipeline_project)
+    from workbench.registry.store import os_user
+
+    window_start = ["--trigger-kind", "manual", "--trigger-reason", f"Start in the window by {os_user()}"]
+    assert (module, args, cwd) == ("workbench", ["pipeline", "start", str(pipeline_project), *window_start],
+                                   pipeline_project)
     assert log.parent == pipeline_project / ".workbench" / "pipeline"
     assert "in a process of its own" in panel.status_line.text()
     panel.select_iteration("2")
     finish(qtbot, panel, panel.resume)
-    assert launched.asked[-1][1] == ["pipeline", "resume", str(pipeline_project), "--version", "0002"]
+    assert launched.asked[-1][1] == ["pipeline", "resume", str(pipeline_project), "--trigger-kind", "manual",
+                                     "--trigger-reason", f"Resume in the window by {os_user()}", "--version", "0002"]
 
 
 def test_a_real_start_runs_an_iteration_in_its_own_process_and_the_panel_follows_it(

@@ -35,6 +35,9 @@ SPARE_DELAY_MS = 800
 # How long a window that lost its link may take to be seen dead before it is called unreachable.
 CRASH_CHECK_MS = (50, 200, 500, 1000, 2000)
 IDLE_QUIT_MS = 30_000
+# A project's trigger watcher is started this long after its window was asked for: off the open
+# path, and after the window's own start has had the cores.
+TRIGGER_WATCHER_DELAY_MS = 1500
 
 
 class Hub(QObject):
@@ -196,7 +199,32 @@ class Hub(QObject):
             self._children[window_id] = process
             entry = self.registry.add(WindowEntry(window_id, process.pid, messages.KIND_PROJECT, root))
         self._windows_changed()
+        QTimer.singleShot(TRIGGER_WATCHER_DELAY_MS, lambda: self.start_trigger_watcher(project.root, project.settings))
         return {"window_id": entry.window_id, "pid": entry.pid, "already_open": False}
+
+    def start_trigger_watcher(self, root: Path, settings: dict) -> bool:
+        """Start the project's pipeline trigger watcher, detached (it outlives the window and
+        the hub), when its workbench.toml declares [pipeline.triggers] without
+        ``start_with_workbench = false``. Whether one was started. A watcher already running is
+        left alone by the watcher's own lock (the started one ends at once); what the started
+        one says before it watches goes to ``.workbench/pipeline/watcher-on-open.log``."""
+        # Both are small and Qt-free; here rather than at the top so the hub's start loads neither.
+        from workbench.pipeline.triggers import watcher_wanted_on_open
+        from workbench.platform.detach import start_detached
+
+        if self._shutting_down or not watcher_wanted_on_open(settings):
+            return False
+        log_file = Path(root) / ".workbench" / "pipeline" / "watcher-on-open.log"
+        try:
+            log_file.parent.mkdir(parents=True, exist_ok=True)
+            start_detached("workbench.pipeline.watcher",
+                           [str(root), "--on-open", "--started-by", "Workbench, on opening the project"],
+                           log_file, cwd=root, wait=False)
+        except OSError as exc:
+            log.warning("Cannot start the trigger watcher of %s: %s", root, exc)
+            return False
+        log.info("Trigger watcher asked for %s (its start: %s)", root, log_file)
+        return True
 
     def open_tool(self, params: dict) -> dict:
         """Start a model tool window process (one per call: any number may run at once)."""

@@ -16,7 +16,7 @@ from typing import Callable
 
 from workbench.pipeline.declaration import read_declaration
 from workbench.pipeline.errors import PipelineError
-from workbench.pipeline.iterations import DONE, RUNNING
+from workbench.pipeline.iterations import DONE, MANUAL, RUNNING
 from workbench.pipeline.service import PipelineService
 
 LOG_FOLDER = Path(".workbench") / "pipeline"
@@ -53,24 +53,30 @@ class Launch:
 
 
 def launch_iteration(project_dir: Path | str, resume_version: str | None = None,
-                     launcher: Launcher = start_detached_process) -> Launch:
+                     launcher: Launcher = start_detached_process, trigger_reason: str | None = None) -> Launch:
     """Start a new iteration (or resume ``resume_version``) in a detached process; raises
-    PipelineError at once when the command would be refused."""
+    PipelineError at once when the command would be refused. The iteration records a start by
+    hand, ``trigger_reason`` saying how (the window's Start or Resume by this user when None)."""
+    from workbench.registry.store import os_user
+
     service = PipelineService(project_dir)
+    trigger_reason = trigger_reason or f"{'Resume' if resume_version else 'Start'} in the window by {os_user()}"
+    trigger = ["--trigger-kind", MANUAL, "--trigger-reason", trigger_reason]
     read_declaration(service.project_dir)  # a broken declaration: its one error, before anything starts
     holder = service.lock.holder()
     if holder is not None and holder.is_alive():
         raise PipelineError(f"another pipeline iteration runs on this project: {holder.describe()}. "
                             "Wait for it, or stop it first.")
     known = service.store.versions()
-    args = ["pipeline", "start", str(service.project_dir)]
+    args = ["pipeline", "start", str(service.project_dir), *trigger]
     if resume_version is not None:
         iteration = service.get(resume_version)
         if iteration.state == DONE:
             raise PipelineError(f"iteration {iteration.version} is done: Start runs a new one.")
         if iteration.state == RUNNING:
             raise PipelineError(f"iteration {iteration.version} is running already.")
-        args = ["pipeline", "resume", str(service.project_dir), "--version", iteration.version]
+        # The version last: the panel reads it from there.
+        args = ["pipeline", "resume", str(service.project_dir), *trigger, "--version", iteration.version]
     folder = service.project_dir / LOG_FOLDER
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{args[1]}.log"

@@ -19,6 +19,11 @@ _JSON = click.option("--json", "as_json", is_flag=True, help="Print the result a
 _VERSION = click.option("--version", "version", default=None, metavar="NNNN",
                         help="The iteration (default: the newest).")
 _PROJECT = click.argument("project", required=False, type=click.Path(path_type=Path))
+# What started the command, for the iteration's record: the watcher and the window pass them;
+# from a terminal it is a start by hand. Hidden: a user has no reason to give them.
+_TRIGGER_KIND = click.option("--trigger-kind", "trigger_kind", default="manual", hidden=True,
+                             type=click.Choice(["manual", "schedule", "every", "data growth", "resume"]))
+_TRIGGER_REASON = click.option("--trigger-reason", "trigger_reason", default="", hidden=True)
 
 
 @click.group("pipeline", cls=HelpWhenBareGroup, no_args_is_help=True, context_settings=_CONTEXT)
@@ -66,13 +71,22 @@ def _finish(iteration, as_json: bool) -> None:
         sys.exit(1)
 
 
+def _trigger(kind: str, reason: str, verb: str) -> dict:
+    from workbench.pipeline.iterations import trigger_record
+    from workbench.registry.store import os_user
+
+    return trigger_record(kind, reason or f"`workbench pipeline {verb}` by {os_user()}")
+
+
 @pipeline_group.command("start", context_settings=_CONTEXT)
 @_PROJECT
 @_JSON
-def start_command(project: Path | None, as_json: bool) -> None:
+@_TRIGGER_KIND
+@_TRIGGER_REASON
+def start_command(project: Path | None, as_json: bool, trigger_kind: str, trigger_reason: str) -> None:
     """Run a new iteration of the declared steps, in the foreground."""
     with _pipeline_errors(as_json):
-        iteration = _service(project, _say).start()
+        iteration = _service(project, _say).start(trigger=_trigger(trigger_kind, trigger_reason, "start"))
     _finish(iteration, as_json)
 
 
@@ -80,10 +94,12 @@ def start_command(project: Path | None, as_json: bool) -> None:
 @_PROJECT
 @click.option("--version", "version", required=True, metavar="NNNN", help="The iteration to go on with.")
 @_JSON
-def resume_command(project: Path | None, version: str, as_json: bool) -> None:
+@_TRIGGER_KIND
+@_TRIGGER_REASON
+def resume_command(project: Path | None, version: str, as_json: bool, trigger_kind: str, trigger_reason: str) -> None:
     """Go on with an iteration from its first step not done (the one that failed or stopped)."""
     with _pipeline_errors(as_json):
-        iteration = _service(project, _say).resume(version)
+        iteration = _service(project, _say).resume(version, trigger=_trigger(trigger_kind, trigger_reason, "resume"))
     _finish(iteration, as_json)
 
 
@@ -117,7 +133,7 @@ def list_command(project: Path | None, as_json: bool) -> None:
     """Every iteration, oldest first."""
     with _pipeline_errors(as_json):
         iterations = _service(project).list()
-    rows = [f"{it.version}  {it.state:<8} {_when(it.started_at)}  "
+    rows = [f"{it.version}  {it.state:<8} {_when(it.started_at)}  {_started_by(it):<13} "
             + " ".join(f"{step.tool}:{step.state}" for step in it.steps)
             + (f"  {it.error}" if it.error else "") for it in iterations]
     emit([_summary(it) for it in iterations], as_json, "\n".join(rows) or "no iterations yet")
@@ -125,9 +141,17 @@ def list_command(project: Path | None, as_json: bool) -> None:
 
 def _summary(iteration) -> dict:
     data = iteration.to_json()
-    return {key: data[key] for key in ("version", "state", "started_at", "ended_at", "error", "gates")} | {
+    return {key: data[key] for key in ("version", "state", "started_at", "ended_at", "error", "gates", "trigger",
+                                       "resumes")} | {
         "dataset_version": iteration.output("dataset_version"), "model_version": iteration.output("model_version"),
         "steps": [{"tool": step.tool, "state": step.state} for step in iteration.steps]}
+
+
+def _started_by(iteration) -> str:
+    """The kind of trigger that started the iteration (``data growth``, ``schedule``, …) and how
+    often it was resumed; ``-`` for a record older than triggers."""
+    kind = iteration.trigger.get("kind", "-") if iteration.trigger else "-"
+    return kind + (f", resumed {len(iteration.resumes)}x" if iteration.resumes else "")
 
 
 def _when(moment: float | None) -> str:
@@ -136,6 +160,8 @@ def _when(moment: float | None) -> str:
 
 def iteration_text(iteration) -> str:
     """The iteration as status prints it."""
+    from workbench.pipeline.iterations import trigger_text
+
     lines = [f"iteration {iteration.version}: {iteration.state}"
              + (f" (started {_when(iteration.started_at)})" if iteration.started_at else "")]
     for step in iteration.steps:

@@ -4,6 +4,11 @@ project's pipeline lock (``registry/pipeline/.lock``), so two iterations never r
 An iteration's state is "running", "done", "failed" or "stopped"; each step's is "pending",
 "running", "done", "failed" or "skipped", with its times, what it made (``outputs``) and, when
 it failed, why (``error``).
+
+An iteration also names what started it (``trigger``: a start by hand, the schedule, a period,
+data growth, or the watcher resuming one a dead process left) and every resume after that
+(``resumes``), so a record read months later still says why it ran. Records written before
+triggers were kept read with an empty ``trigger``.
 """
 
 from __future__ import annotations
@@ -19,6 +24,10 @@ from workbench.pipeline.errors import PipelineError
 
 PENDING, RUNNING, DONE, FAILED, SKIPPED = "pending", "running", "done", "failed", "skipped"
 STOPPED = "stopped"
+MANUAL, SCHEDULED, PERIODIC, DATA_GROWN, RESUMED = "manual", "schedule", "every", "data growth", "resume"
+TRIGGER_KINDS = (MANUAL, SCHEDULED, PERIODIC, DATA_GROWN, RESUMED)
+"""What can start (or resume) an iteration: a user (CLI or the window's Start), the watcher for
+``schedule``, ``every`` or ``on_data_growth``, or the watcher resuming after a dead process."""
 PIPELINE_FOLDER = "pipeline"
 LOCK_FILE = ".lock"
 
@@ -48,6 +57,26 @@ class StepState:
         return cls(**{key: data[key] for key in cls.__dataclass_fields__ if key in data})
 
 
+def trigger_record(kind: str, reason: str, at: float | None = None) -> dict:
+    """What started (or resumed) an iteration, as its record keeps it: the kind, why in words,
+    which user and machine, and when. PipelineError for a kind that is none of TRIGGER_KINDS."""
+    from workbench.registry.store import os_user
+
+    if kind not in TRIGGER_KINDS:
+        raise PipelineError(f"{kind!r} is not a kind of trigger (they are {', '.join(TRIGGER_KINDS)}).")
+    return {"kind": kind, "reason": reason.strip(), "by": os_user(), "host": socket.gethostname(),
+            "at": time.time() if at is None else at}
+
+
+def trigger_text(trigger: dict | None) -> str:
+    """``schedule: daily at 02:00``; ``manual: Start in the window by alice``; ``unknown`` for a
+    record from before triggers were kept."""
+    if not trigger:
+        return "unknown (recorded before iterations kept their trigger)"
+    reason = trigger.get("reason") or ""
+    return f"{trigger.get('kind', '?')}: {reason}" if reason else str(trigger.get("kind", "?"))
+
+
 @dataclass
 class Iteration:
     version: str
@@ -61,6 +90,8 @@ class Iteration:
     production_at_start: str = ""
     pid: int | None = None
     host: str = ""
+    trigger: dict = field(default_factory=dict)
+    resumes: list[dict] = field(default_factory=list)
 
     @property
     def gates(self) -> list[dict]:
@@ -78,12 +109,15 @@ class Iteration:
         return {"version": self.version, "state": self.state, "created_at": self.created_at,
                 "started_at": self.started_at, "ended_at": self.ended_at, "error": self.error,
                 "failed_step": self.failed_step, "production_at_start": self.production_at_start,
-                "pid": self.pid, "host": self.host, "gates": self.gates,
+                "pid": self.pid, "host": self.host, "trigger": self.trigger, "resumes": self.resumes,
+                "gates": self.gates,
                 "steps": [step.to_json() for step in self.steps]}
 
     @classmethod
     def from_json(cls, data: dict) -> "Iteration":
         fields = {key: data[key] for key in cls.__dataclass_fields__ if key in data and key != "steps"}
+        fields["trigger"] = fields.get("trigger") or {}
+        fields["resumes"] = fields.get("resumes") or []
         return cls(steps=[StepState.from_json(step) for step in data.get("steps", [])], **fields)
 
 

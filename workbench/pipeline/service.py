@@ -16,8 +16,8 @@ from typing import Callable
 
 from workbench.pipeline.declaration import PipelineDeclaration, read_declaration
 from workbench.pipeline.errors import PipelineError
-from workbench.pipeline.iterations import (DONE, FAILED, PENDING, RUNNING, SKIPPED, STOPPED, Iteration,
-                                           IterationStore, PipelineLock, StepState)
+from workbench.pipeline.iterations import (DONE, FAILED, MANUAL, PENDING, RUNNING, SKIPPED, STOPPED, Iteration,
+                                           IterationStore, PipelineLock, StepState, trigger_record)
 from workbench.pipeline.steps import GateFailed, StepContext, StepStopped, run_step
 
 
@@ -53,23 +53,28 @@ class PipelineService:
 
     # --- acting --------------------------------------------------------------------------
 
-    def start(self, declaration: PipelineDeclaration | None = None) -> Iteration:
-        """Run a new iteration of the declared steps to its end (done, failed or stopped)."""
+    def start(self, declaration: PipelineDeclaration | None = None, trigger: dict | None = None) -> Iteration:
+        """Run a new iteration of the declared steps to its end (done, failed or stopped).
+        ``trigger`` (``trigger_record``) says what started it; a start by hand when None."""
         declaration = declaration or read_declaration(self.project_dir)
+        trigger = trigger or trigger_record(MANUAL, "started through PipelineService")
         version = self._next_number()
         self.lock.acquire(version)
         try:
             steps = [StepState(index, step.tool, dict(step.params)) for index, step in enumerate(declaration.steps)]
             production = self.versions.models.aliases.all().get("production")
-            iteration = Iteration(version, steps, production_at_start=f"{production:04d}" if production is not None else "")
+            iteration = Iteration(version, steps, production_at_start=f"{production:04d}" if production is not None else "",
+                                  trigger=trigger)
             return self._run(iteration)
         finally:
             self.lock.release()
 
-    def resume(self, version: str, declaration: PipelineDeclaration | None = None) -> Iteration:
+    def resume(self, version: str, declaration: PipelineDeclaration | None = None,
+               trigger: dict | None = None) -> Iteration:
         """Go on with iteration ``version`` from its first step not done, with the parameters
         the project declares now (a gate made less strict, say) when it declares the same
-        steps."""
+        steps. The iteration keeps the trigger that started it; ``trigger`` (who resumes it and
+        why; by hand when None) joins its ``resumes``."""
         version = _number(version)
         self.lock.acquire(version)
         try:
@@ -81,6 +86,7 @@ class PipelineService:
                 if step.state != DONE:
                     step.state, step.error, step.started_at, step.ended_at = PENDING, "", None, None
             iteration.error, iteration.failed_step, iteration.ended_at = "", None, None
+            iteration.resumes.append(trigger or trigger_record(MANUAL, "resumed through PipelineService"))
             self.say(f"resuming iteration {version} at step {self._first_pending(iteration) + 1}")
             return self._run(iteration)
         finally:

@@ -6,6 +6,7 @@ schedule = "02:00"                      # daily at this local time
 every = "6h"                            # or periodically: "45s", "30m", "6h", "1d"
 on_data_growth = { samples = 500 }      # or { percent = 10 }: new samples since the newest dataset version
 check_every = "5m"                      # how often the data is looked at (default 5m)
+start_with_workbench = true             # false: only `workbench pipeline watch` starts the watcher
 ```
 
 A manual start is ``workbench pipeline start``. A declaration that does not check out is one
@@ -30,7 +31,7 @@ from workbench.pipeline.errors import PipelineError
 PROJECT_FILE = "workbench.toml"
 DEFAULT_CHECK_EVERY_S = 300.0
 SCHEDULE, EVERY, DATA_GROWTH = "schedule", "every", "data growth"
-TRIGGER_KEYS = ("schedule", "every", "on_data_growth", "check_every")
+TRIGGER_KEYS = ("schedule", "every", "on_data_growth", "check_every", "start_with_workbench")
 GROWTH_KEYS = ("samples", "percent")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -46,6 +47,8 @@ class TriggerDeclaration:
     growth_samples: int | None = None
     growth_percent: float | None = None
     check_every_s: float = DEFAULT_CHECK_EVERY_S
+    start_with_workbench: bool = True
+    """Whether opening the project in Workbench starts its watcher (when one is not running)."""
 
     @property
     def any(self) -> bool:
@@ -103,6 +106,11 @@ def parse_triggers(text: str, file_name: str = PROJECT_FILE) -> TriggerDeclarati
         if key not in TRIGGER_KEYS:
             raise fault(key, f"is not a trigger (they are {', '.join(TRIGGER_KEYS)}){_close(key, TRIGGER_KEYS)}")
     declared = TriggerDeclaration()
+    if "start_with_workbench" in raw:
+        if not isinstance(raw["start_with_workbench"], bool):
+            raise fault("start_with_workbench", f"must be true or false (false: opening the project does not start "
+                                                f"the watcher), not {raw['start_with_workbench']!r}.")
+        declared.start_with_workbench = raw["start_with_workbench"]
     if "schedule" in raw:
         declared.schedule = _clock_time(raw["schedule"])
         if declared.schedule is None:
@@ -132,6 +140,18 @@ def parse_triggers(text: str, file_name: str = PROJECT_FILE) -> TriggerDeclarati
         declared.growth_samples = growth.get("samples")
         declared.growth_percent = float(growth["percent"]) if "percent" in growth else None
     return declared
+
+
+def watcher_wanted_on_open(settings: dict) -> bool:
+    """Whether opening the project should start its trigger watcher: its parsed workbench.toml
+    (``settings``) declares a trigger in ``[pipeline.triggers]`` and does not say
+    ``start_with_workbench = false``. Cheap and lenient, for the hub: whether the triggers
+    check out is the watcher's to say (in its log) when it starts."""
+    pipeline = settings.get("pipeline") if isinstance(settings, dict) else None
+    raw = pipeline.get("triggers") if isinstance(pipeline, dict) else None
+    if not isinstance(raw, dict) or raw.get("start_with_workbench", True) is False:
+        return False
+    return any(key in raw for key in ("schedule", "every", "on_data_growth"))
 
 
 def format_duration(seconds: float) -> str:

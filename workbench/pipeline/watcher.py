@@ -14,8 +14,15 @@
   ``registry/pipeline/watcher.json`` says who runs, since when, the triggers, when each is next
   due and what the last trigger started, which ``pipeline watch --status`` reads.
 
-``python -m workbench.pipeline.watcher PROJECT`` is the detached form (``pipeline watch
---detach``): it detaches first, then watches.
+``python -m workbench.pipeline.watcher PROJECT [--started-by TEXT] [--on-open]`` is the
+detached form (``pipeline watch --detach``, and the hub when a window of the project opens, with
+``--on-open``): it detaches first, then watches. With ``--on-open`` a project that opted out
+(``start_with_workbench = false``) or declares no trigger is left alone, and a watcher already
+running is no error: the one that holds the lock goes on, this one ends.
+
+Each iteration the watcher starts records why (``--trigger-kind``/``--trigger-reason`` of
+``pipeline start`` and ``resume``): the schedule, the period, the data growth with its numbers,
+or the resume of an iteration whose process died.
 """
 
 from __future__ import annotations
@@ -32,9 +39,10 @@ from typing import Callable
 
 from workbench.pipeline.declaration import read_declaration
 from workbench.pipeline.errors import PipelineError
-from workbench.pipeline.iterations import FAILED, RUNNING
+from workbench.pipeline.iterations import FAILED, RESUMED, RUNNING
 from workbench.pipeline.service import PipelineService
-from workbench.pipeline.triggers import DATA_GROWTH, SCHEDULE, DataGrowthCheck, TriggerClock, read_triggers
+from workbench.pipeline.triggers import (DATA_GROWTH, SCHEDULE, DataGrowthCheck, TriggerClock, format_duration,
+                                         read_triggers)
 from workbench.platform.atomic_files import write_text_atomically
 from workbench.platform.locks import FileLock, is_locked
 
@@ -91,10 +99,12 @@ def stop_watcher(project_dir: Path | str, timeout_s: float = 15.0) -> dict | Non
     return status
 
 
-def start_watcher_detached(project_dir: Path | str, timeout_s: float = 20.0) -> tuple[int, bool]:
+def start_watcher_detached(project_dir: Path | str, timeout_s: float = 20.0,
+                           started_by: str = "`workbench pipeline watch --detach`") -> tuple[int, bool]:
     """Start the project's watcher in a session of its own (it survives the terminal or window
     that started it). (pid, True) once it holds its lock, or (pid, False) when one already runs.
-    A broken declaration is raised here, before anything starts."""
+    A broken declaration is raised here, before anything starts. ``started_by`` goes to its
+    status."""
     from workbench.platform.detach import start_detached
 
     project_dir = Path(project_dir).expanduser().resolve()
@@ -104,7 +114,7 @@ def start_watcher_detached(project_dir: Path | str, timeout_s: float = 20.0) -> 
     TriggerWatcher(project_dir)  # the declaration's faults, here rather than in the log
     log.parent.mkdir(parents=True, exist_ok=True)
     start_offset = log.stat().st_size if log.exists() else 0
-    start_detached("workbench.pipeline.watcher", [str(project_dir)], log, cwd=project_dir)
+    start_detached("workbench.pipeline.watcher", [str(project_dir), "--started-by", started_by], log, cwd=project_dir)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         pid = FileLock(lock).holder_pid()
@@ -121,8 +131,10 @@ def start_watcher_detached(project_dir: Path | str, timeout_s: float = 20.0) -> 
 class TriggerWatcher:
     """The watcher of the project at ``project_dir``; ``say`` gets each line it logs."""
 
-    def __init__(self, project_dir: Path | str, say: Callable[[str], None] = lambda line: None):
+    def __init__(self, project_dir: Path | str, say: Callable[[str], None] = lambda line: None,
+                 started_by: str = ""):
         self.service = PipelineService(project_dir)
+        self.started_by = started_by
         self.project_dir = self.service.project_dir
         read_declaration(self.project_dir)
         self.triggers = read_triggers(self.project_dir)
@@ -134,7 +146,7 @@ class TriggerWatcher:
         self.state_path, self.log_path = folder / WATCHER_STATE, folder / WATCHER_LOG
         self.say = say
         self.child: subprocess.Popen | None = None
-        self.waiting: list[str] = []          # reasons of triggers that fired, not yet acted on
+        self.waiting: list[tuple[str, str]] = []  # (kind, reason) of triggers that fired, not yet acted on
         self._waiting_logged = False
         self._stop = False
         self.state: dict = {}
@@ -157,6 +169,7 @@ class TriggerWatcher:
         growth = DataGrowthCheck(self.service.versions.datasets, self.triggers)
         self.state = {"pid": os.getpid(), "host": socket.gethostname(), "since": now,
                       "project": str(self.project_dir), "triggers": self.triggers.describe(),
+                      "started_by": self.started_by,
                       "last_fired": previous.get("last_fired", {}), "last_trigger": previous.get("last_trigger"),
                       "resumed": None, "iteration": None, "ended_at": None}
         self.log(f"watching {self.project_dir} (pid {os.getpid()}): " + "; ".join(self.triggers.describe()))
@@ -194,11 +207,14 @@ class TriggerWatcher:
                               if line.startswith("daily" if name == SCHEDULE else "every"))
             if reason:
                 self.state["last_fired"][name] = now
-                self.waiting.append(reason)
+                self.waiting.append((name, reason))
                 self.log(f"trigger fired: {reason}")
         if self.waiting:
             if running is None:
-                self._start_iteration(["start", str(self.project_dir)], "; ".join(self.waiting))
+                # Triggers that fired together start one iteration: the first names its kind.
+                kind = self.waiting[0][0]
+                reason = "; ".join(why.removeprefix(f"{DATA_GROWTH}: ") for _, why in self.waiting)
+                self._start_iteration(["start", str(self.project_dir)], kind, reason)
                 self.waiting, self._waiting_logged = [], False
             elif not self._waiting_logged:
                 self.log(f"the trigger waits: {running} runs")
@@ -233,21 +249,22 @@ class TriggerWatcher:
             self.log(f"iteration {version} was running in process {recorded.pid}, which is gone (its process or the "
                      "machine stopped mid-iteration): resuming it")
             self.state["resumed"] = {"version": version, "at": time.time(), "dead_pid": recorded.pid}
-            self._start_iteration(["resume", str(self.project_dir), "--version", version],
-                                  f"resume of iteration {version}, left running by process {recorded.pid}",
-                                  version)
+            self._start_iteration(["resume", str(self.project_dir), "--version", version], RESUMED,
+                                  f"the process running it (pid {recorded.pid}) was gone when the trigger watcher "
+                                  f"(pid {os.getpid()}) started", version)
             return
 
-    def _start_iteration(self, args: list[str], reason: str, version: str | None = None) -> None:
+    def _start_iteration(self, args: list[str], kind: str, reason: str, version: str | None = None) -> None:
         env = dict(os.environ)
         workbench_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [workbench_root, env.get("PYTHONPATH", "")]))
         with open(self.log_path, "ab") as output:
             # A session of its own: Ctrl+C in the watcher's terminal and the watcher's end leave it running.
-            self.child = subprocess.Popen([sys.executable, "-m", "workbench", "pipeline", *args],
+            self.child = subprocess.Popen([sys.executable, "-m", "workbench", "pipeline", *args,
+                                           "--trigger-kind", kind, "--trigger-reason", reason],
                                           cwd=self.project_dir, env=env, stdin=subprocess.DEVNULL,
                                           stdout=output, stderr=output, start_new_session=True)
-        self.state["last_trigger"] = {"reason": reason, "at": time.time(), "pid": self.child.pid,
+        self.state["last_trigger"] = {"kind": kind, "reason": reason, "at": time.time(), "pid": self.child.pid,
                                       "command": args[0], "iteration": version, "state": RUNNING}
         # Which iteration it runs is known once it holds the pipeline lock (or has ended): a
         # moment's wait, so that the status names it even when the next trigger comes soon.
@@ -333,25 +350,77 @@ def _read_json(path: Path) -> dict:
         return {}
 
 
-def watch(project_dir: Path | str, say: Callable[[str], None] = lambda line: None) -> None:
+def watch(project_dir: Path | str, say: Callable[[str], None] = lambda line: None, started_by: str = "") -> None:
     """Watch in this process until SIGTERM or Ctrl+C."""
-    watcher = TriggerWatcher(project_dir, say)
+    watcher = TriggerWatcher(project_dir, say, started_by)
     signal.signal(signal.SIGTERM, watcher.request_stop)
     watcher.run()
 
 
+def wanted_on_open(project_dir: Path | str) -> str | None:
+    """Why opening the project does not start its watcher (no trigger declared, or
+    ``start_with_workbench = false``), or None when it does."""
+    triggers = read_triggers(project_dir)
+    if not triggers.any:
+        return "it declares no trigger"
+    if not triggers.start_with_workbench:
+        return "[pipeline.triggers] says start_with_workbench = false"
+    return None
+
+
+def status_line(state: dict) -> str:
+    """The watcher's state in one line, as the Pipeline panel shows it."""
+    if not state.get("running"):
+        ended = state.get("ended_at")
+        return "Trigger watcher: not running" + (
+            f" (the last one, pid {state['pid']}, ended {time.strftime('%Y-%m-%d %H:%M', time.localtime(ended))})"
+            if state.get("pid") and ended else "")
+    since = state.get("since")
+    parts = [f"Trigger watcher: running since {time.strftime('%Y-%m-%d %H:%M', time.localtime(since))}"
+             if since else "Trigger watcher: running", f"pid {state.get('pid')}"]
+    due = {name: moment for name, moment in (state.get("next_due") or {}).items() if isinstance(moment, (int, float))}
+    if due:
+        name, moment = min(due.items(), key=lambda item: item[1])
+        wait = moment - time.time()
+        what = "data check" if name == DATA_GROWTH else name
+        parts.append(f"next {what} in {format_duration(max(1, round(wait)))}" if wait < 86400 else
+                     f"next {what} {time.strftime('%Y-%m-%d %H:%M', time.localtime(moment))}")
+    if state.get("iteration"):
+        parts.append(f"iteration {state['iteration'].get('version') or '(starting)'} running")
+    if state.get("started_by"):
+        parts.append(f"started by {state['started_by']}")
+    return " · ".join(parts)
+
+
 def main(argv: list[str] | None = None) -> int:
+    import argparse
+
     from workbench.platform.detach import detach
 
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m workbench.pipeline.watcher PROJECT", file=sys.stderr)
-        return 2
+    parser = argparse.ArgumentParser(prog="python -m workbench.pipeline.watcher")
+    parser.add_argument("project")
+    parser.add_argument("--started-by", default="", help="who started it, for its status")
+    parser.add_argument("--on-open", action="store_true",
+                        help="started because a window of the project opened: leave a project that opted out alone, "
+                             "and a watcher already running is no error")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     detach()
+    stamp = time.strftime('%Y-%m-%d %H:%M:%S')
     try:
-        watch(args[0])
+        if args.on_open:
+            not_wanted = wanted_on_open(args.project)
+            if not_wanted:
+                print(f"{stamp} watcher: not started on opening the project: {not_wanted}", flush=True)
+                return 0
+        watch(args.project, started_by=args.started_by)
+    except WatcherRunning as exc:
+        if args.on_open:  # the lock decides, however many windows opened at once
+            print(f"{stamp} watcher: a trigger watcher already runs (pid {exc.pid}); it goes on", flush=True)
+            return 0
+        print(f"{stamp} watcher: Error: {exc}", flush=True)
+        return 1
     except PipelineError as exc:
-        print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} watcher: Error: {exc}", flush=True)
+        print(f"{stamp} watcher: Error: {exc}", flush=True)
         return 1
     return 0
 

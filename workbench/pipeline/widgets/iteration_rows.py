@@ -8,7 +8,7 @@ import json
 import time
 from pathlib import Path
 
-from workbench.pipeline.iterations import DONE, FAILED, RUNNING, STOPPED, Iteration, StepState
+from workbench.pipeline.iterations import DONE, FAILED, RUNNING, STOPPED, Iteration, StepState, trigger_text
 
 OUTPUT_KEYS_SHOWN = ("dataset_version", "samples", "run_id", "model_version", "alias", "previous", "model_file")
 """The outputs a step's line names, in this order (the others are in its details)."""
@@ -87,6 +87,20 @@ def state_text(iteration: Iteration) -> str:
         step = iteration.steps[iteration.failed_step]
         return f"{iteration.state} at {step.index + 1} ({step.tool})"
     return iteration.state
+
+
+def started_by_text(iteration: Iteration) -> str:
+    """``Started by schedule: daily at 02:00 (alice, 2026-12-02 02:00); resumed by resume: …``."""
+    trigger = iteration.trigger
+
+    def who(record: dict) -> str:
+        parts = [part for part in (record.get("by"), format_moment(record.get("at"))) if part]
+        return f" ({', '.join(parts)})" if parts else ""
+
+    text = f"Iteration {iteration.version} started by {trigger_text(trigger)}" + (who(trigger) if trigger else "")
+    for resume in iteration.resumes:
+        text += f"; resumed by {trigger_text(resume)}{who(resume)}"
+    return text
 
 
 def format_moment(moment: float | None) -> str:

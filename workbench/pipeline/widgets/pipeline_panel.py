@@ -1,5 +1,6 @@
 """The Pipeline panel: the project's iterations as a table beside a plot of a metric across
-them, the selected iteration's steps below, and Start / Stop / Resume.
+them, the selected iteration's steps below (with what started it), and Start / Stop / Resume;
+at the bottom, the trigger watcher's state with Start Watcher / Stop Watcher (``watcher_bar``).
 
 Start and Resume run ``workbench pipeline start|resume`` in a detached process
 (``workbench.pipeline.background``), so an iteration goes on when the window closes; what would
@@ -23,10 +24,11 @@ from workbench.pipeline.background import Launch, Launcher, launch_iteration, st
 from workbench.pipeline.errors import PipelineError
 from workbench.pipeline.iterations import FAILED, PIPELINE_FOLDER, RUNNING, STOPPED, Iteration
 from workbench.pipeline.service import PipelineService
-from workbench.pipeline.widgets.iteration_rows import metric_names
+from workbench.pipeline.widgets.iteration_rows import metric_names, started_by_text
 from workbench.pipeline.widgets.iterations_table import IterationsTable
 from workbench.pipeline.widgets.steps_view import StepsView
 from workbench.pipeline.widgets.trend_plot import TrendPlot
+from workbench.pipeline.widgets.watcher_bar import WatcherBar
 from workbench.qt import theme
 from workbench.qt.tasks import Operation, TaskRunner
 
@@ -91,6 +93,16 @@ class PipelinePanel(QWidget):
         self.plot = TrendPlot()
         self.plot.sig_iteration_clicked.connect(self.table.select_version)
         self.steps = StepsView(self.project_root)
+        self.started_by = QLabel()
+        self.started_by.setObjectName("pipeline-started-by")
+        self.started_by.setContentsMargins(6, 2, 6, 2)
+        self.started_by.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        below = QWidget()
+        below_column = QVBoxLayout(below)
+        below_column.setContentsMargins(0, 0, 0, 0)
+        below_column.setSpacing(0)
+        below_column.addWidget(self.started_by)
+        below_column.addWidget(self.steps, 1)
         top = QSplitter(Qt.Orientation.Horizontal)
         top.addWidget(self.table)
         top.addWidget(self.plot)
@@ -98,7 +110,7 @@ class PipelinePanel(QWidget):
         top.setStretchFactor(1, 2)
         self.splitter = QSplitter(Qt.Orientation.Vertical)
         self.splitter.addWidget(top)
-        self.splitter.addWidget(self.steps)
+        self.splitter.addWidget(below)
         self.splitter.setStretchFactor(0, 3)
         self.splitter.setStretchFactor(1, 2)
         self.empty_label = QLabel(EMPTY_TEXT)
@@ -121,6 +133,10 @@ class PipelinePanel(QWidget):
         column.setSpacing(0)
         column.addWidget(bar)
         column.addWidget(self.stack, 1)
+        self.watcher_bar = WatcherBar(self.project_root, tasks)
+        self.watcher_bar.sig_watcher_changed.connect(lambda text, failed: (self.say(text, error=failed),
+                                                                           self.refresh()))
+        column.addWidget(self.watcher_bar)
         column.addWidget(self.status_line)
 
         self._watcher = QFileSystemWatcher(self)
@@ -158,6 +174,7 @@ class PipelinePanel(QWidget):
         self.plot.set_iterations(self.iterations, preferred=self.project_metric)
         self.stack.setCurrentWidget(self.splitter if self.iterations else self.empty_label)
         self._selection_changed()
+        self.watcher_bar.refresh()
         self._watch()
         self.sig_listed.emit()
 
@@ -212,6 +229,8 @@ class PipelinePanel(QWidget):
         iteration = self.selected_iteration()
         self.plot.select(iteration.version if iteration else None)
         self.steps.show_iteration(iteration)
+        self.started_by.setText(started_by_text(iteration) if iteration is not None else "")
+        self.started_by.setVisible(iteration is not None)
         self._update_buttons()
 
     def running_iteration(self) -> Iteration | None:
