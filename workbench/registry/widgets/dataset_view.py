@@ -191,7 +191,7 @@ class DatasetView(QWidget):
         self._fill_val_history()
         self._say_empty(empty_text(self.settings))
         self.stack.setCurrentWidget(self.splitter if self.versions else self.empty_page)
-        if self.versions and self.table.selected_number() is None:
+        if self.versions and self.table.selected_key() is None:
             self.table.selectRow(0)
         self._show_details(self.selected_version())
 
@@ -218,11 +218,11 @@ class DatasetView(QWidget):
     # --- selection ----------------------------------------------------------------------------
 
     def selected_version(self) -> DatasetVersion | None:
-        number = self.table.selected_number()
+        number = self.table.selected_key()
         return next((version for version in self.versions if version.number == number), None)
 
     def select_version(self, number: int | str) -> bool:
-        return self.table.select_number(int(number))
+        return self.table.select_key(int(number))
 
     def _selection_changed(self) -> None:
         self._show_details(self.selected_version())

@@ -155,7 +155,7 @@ class RegistryPanel(QWidget):
         self.table.customContextMenuRequested.connect(self._show_context_menu)
         self.table.doubleClicked.connect(lambda _index: self.open_in_tool())
         self.plot = MetricPlot()
-        self.plot.sig_version_clicked.connect(self.table.select_number)
+        self.plot.sig_number_clicked.connect(self.table.select_key)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.addWidget(self.table)
         self.splitter.addWidget(self.plot)
@@ -223,10 +223,10 @@ class RegistryPanel(QWidget):
         self.table.show_versions(self.versions, metric_columns(self.settings.metric, self.versions), chosen,
                                  self.settings.mode, self.problems)
         self.plot.set_versions(self.versions, preferred=chosen)
-        self.plot.select(self.table.selected_number())
+        self.plot.select_number(self.table.selected_key())
         self.empty_label.setText(EMPTY_TEXT)
         self.stack.setCurrentWidget(self.splitter if self.versions else self.empty_label)
-        if self.versions and self.table.selected_number() is None:
+        if self.versions and self.table.selected_key() is None:
             self.table.selectRow(0)
         self._watch()
         self._update_buttons()
@@ -292,14 +292,14 @@ class RegistryPanel(QWidget):
     # --- selection ----------------------------------------------------------------------------
 
     def selected_version(self) -> ModelVersion | None:
-        number = self.table.selected_number()
+        number = self.table.selected_key()
         return next((version for version in self.versions if version.number == number), None)
 
     def select_version(self, number: int) -> bool:
-        return self.table.select_number(int(number))
+        return self.table.select_key(int(number))
 
     def _selection_changed(self) -> None:
-        self.plot.select(self.table.selected_number())
+        self.plot.select_number(self.table.selected_key())
         self._update_buttons()
 
     def _update_buttons(self) -> None:
