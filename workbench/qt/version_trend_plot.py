@@ -1,6 +1,7 @@
 """A metric across versions: one point per version number, the metric chosen in a box above the
-plot, the selected version ringed, the point of a version that failed drawn hollow and red, and a
-few words written above a point that has them. The Registry (model versions, named by their
+plot, the selected version ringed, the point of a version that failed drawn hollow and red, a few
+words written above a point that has them, and a point's version and value in a tooltip when the
+pointer rests on it. The Registry (model versions, named by their
 aliases) and the Pipeline (iterations, failed when a gate failed) draw their metrics with it; they
 hand it plain points.
 
@@ -35,6 +36,8 @@ class TrendPoint:
     """Drawn hollow and red over the line."""
     label: str = ""
     """Written above the point."""
+    note: str = ""
+    """Added to the point's tooltip."""
 
 
 class VersionTrendPlot(QWidget):
@@ -119,6 +122,14 @@ class VersionTrendPlot(QWidget):
         chosen = self.chosen_points()
         return [point.number for point in chosen], [point.value for point in chosen]
 
+    def point_tooltip(self, number: int) -> str:
+        """What the tooltip of version ``number``'s point says (empty when it has no point)."""
+        for point in self.chosen_points():
+            if point.number == number:
+                lines = [f"{self._axis_label} {number:04d}", f"{self.chosen_metric} = {point.value:.6g}"]
+                return "\n".join(lines + [text for text in (point.label, point.note) if text])
+        return ""
+
     def plotted(self) -> tuple[list[float], list[float]]:
         """What the curve holds now (empty before the plot is built)."""
         if self._curve is None:
@@ -187,6 +198,8 @@ class VersionTrendPlot(QWidget):
         self._curve = plot.plot([], [], pen=pg.mkPen(LINE_COLOUR, width=2), symbol="o", symbolSize=7,
                                 symbolBrush=pg.mkBrush(LINE_COLOUR), symbolPen=pg.mkPen(LINE_COLOUR))
         self._curve.sigPointsClicked.connect(self._clicked)
+        self._curve.scatter.setData([], [], hoverable=True,
+                                    tip=lambda x, y, data: self.point_tooltip(int(round(x))))
         self._failed = pg.ScatterPlotItem([], [], size=9, pen=pg.mkPen(FAILED_COLOUR, width=2),
                                           brush=pg.mkBrush(theme.CHART_BACKGROUND))
         plot.addItem(self._failed)

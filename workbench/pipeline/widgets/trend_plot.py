@@ -37,4 +37,5 @@ class TrendPlot(VersionTrendPlot):
 
 def _points(iterations: list[Iteration], metric: str) -> list[TrendPoint]:
     numbers, values, passed = trend_points(iterations, metric)
-    return [TrendPoint(number, value, failed=not ok) for number, value, ok in zip(numbers, values, passed)]
+    return [TrendPoint(number, value, failed=not ok, note="" if ok else "a gate failed")
+            for number, value, ok in zip(numbers, values, passed)]
