@@ -87,6 +87,7 @@ def stop_watchers():
     ('every = "1h"\non_data_grwth = { samples = 3 }\n', 12, ["'on_data_grwth'", "did you mean on_data_growth"]),
     ('check_every = "1m"\non_data_growth = { samples = -1 }\n', 12, ["'samples'", "more than 0"]),
     ('on_data_growth = { precent = 5 }\n', 11, ["'precent'", "did you mean percent"]),
+    ('every = "1h"\nstart_with_workbench = "no"\n', 12, ["'start_with_workbench'", "true or false"]),
 ])
 def test_a_broken_trigger_is_one_error_naming_its_line_and_key(triggers, line, words):
     with pytest.raises(PipelineError) as raised:
@@ -94,6 +95,17 @@ def test_a_broken_trigger_is_one_error_naming_its_line_and_key(triggers, line, w
     message = str(raised.value)
     assert message.startswith(f"workbench.toml line {line}: key "), message
     assert all(word in message for word in words), message
+
+
+def test_start_with_workbench_is_on_unless_the_project_says_false():
+    from workbench.pipeline.triggers import watcher_wanted_on_open
+
+    assert parse_triggers(FILES_PROJECT + 'every = "1h"\n').start_with_workbench is True
+    assert parse_triggers(FILES_PROJECT + 'every = "1h"\nstart_with_workbench = false\n').start_with_workbench is False
+    assert watcher_wanted_on_open({"pipeline": {"triggers": {"every": "1h"}}})
+    assert not watcher_wanted_on_open({"pipeline": {"triggers": {"every": "1h", "start_with_workbench": False}}})
+    assert not watcher_wanted_on_open({"pipeline": {"triggers": {"start_with_workbench": True}}})  # no trigger
+    assert not watcher_wanted_on_open({"pipeline": {"steps": []}})
 
 
 def test_the_clock_counts_a_period_from_its_last_firing_and_a_schedule_from_its_time_of_day():
@@ -121,6 +133,11 @@ def test_a_periodic_trigger_starts_iterations_and_a_second_watcher_is_refused(tm
     _wait_for(lambda: _iteration_state(project, "0000") == "done", what="the first iteration to be done")
     service = PipelineService(project)
     assert service.get("0000").steps[0].outputs["dataset_version"] == "0000"
+    trigger = service.get("0000").trigger
+    assert (trigger["kind"], trigger["reason"]) == ("every", "every 1s") and service.get("0000").resumes == []
+    listed = subprocess.run([sys.executable, "-m", "workbench", "pipeline", "list", str(project), "--json"],
+                            capture_output=True, text=True, env=ENV, timeout=60)
+    assert json.loads(listed.stdout)[0]["trigger"]["kind"] == "every"
 
     again = _watch(project)
     assert again.returncode == 1 and f"a trigger watcher already runs for {project} (pid {pid}" in again.stderr
@@ -130,6 +147,8 @@ def test_a_periodic_trigger_starts_iterations_and_a_second_watcher_is_refused(tm
     status = json.loads(_watch(project, "--status", "--json").stdout)
     assert status["running"] is True and status["pid"] == pid and status["triggers"] == ["every 1s"]
     assert EVERY in status["next_due"] and status["last_trigger"]["reason"] == "every 1s"
+    assert status["last_trigger"]["kind"] == "every"
+    assert status["started_by"] == "`workbench pipeline watch --detach`"
     _wait_for(lambda: json.loads(_watch(project, "--status", "--json").stdout)["last_trigger"].get("iteration"),
               what="the status to name the iteration the trigger started")
 
@@ -158,6 +177,10 @@ def test_a_data_growth_trigger_fires_only_once_files_are_added(tmp_path, stop_wa
     _wait_for(lambda: _iteration_state(project, "0001") == "done", what="the data-growth iteration")
     assert "trigger fired: data growth: 3 new samples since dataset version 0000" in log.read_text()
     assert PipelineService(project).versions.datasets.latest().samples == 7
+    trigger = PipelineService(project).get("0001").trigger
+    assert trigger["kind"] == "data growth"
+    assert trigger["reason"] == "3 new samples since dataset version 0000 (trigger: 3)"
+    assert PipelineService(project).get("0000").trigger["kind"] == "manual"  # started by the test itself
 
 
 SLOW_DATA = """import time
@@ -204,3 +227,10 @@ def test_a_watcher_killed_with_its_iteration_resumes_the_iteration_when_started_
     assert "resuming iteration 0000 at step 1" in log
     status = json.loads(_watch(project, "--status", "--json").stdout)
     assert status["resumed"]["version"] == "0000" and status["resumed"]["dead_pid"] == iteration_pid
+    resumed = PipelineService(project).get("0000")
+    assert resumed.trigger["kind"] == "every"  # what started it stays
+    assert [resume["kind"] for resume in resumed.resumes] == ["resume"]
+    assert f"the process running it (pid {iteration_pid}) was gone" in resumed.resumes[0]["reason"]
+    shown = subprocess.run([sys.executable, "-m", "workbench", "pipeline", "status", str(project)],
+                           capture_output=True, text=True, env=ENV, timeout=60).stdout
+    assert "started by every: every 1s" in shown and "by resume: the process running it" in shown

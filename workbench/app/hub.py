@@ -199,10 +199,13 @@ class Hub(QObject):
             self._children[window_id] = process
             entry = self.registry.add(WindowEntry(window_id, process.pid, messages.KIND_PROJECT, root))
         self._windows_changed()
-        QTimer.singleShot(TRIGGER_WATCHER_DELAY_MS, lambda: self.start_trigger_watcher(project.root, project.settings))
+        self._start_trigger_watcher_soon(root)
         return {"window_id": entry.window_id, "pid": entry.pid, "already_open": False}
 
-    def start_trigger_watcher(self, root: Path, settings: dict) -> bool:
+    def _start_trigger_watcher_soon(self, root: str) -> None:
+        QTimer.singleShot(TRIGGER_WATCHER_DELAY_MS, lambda: self.start_trigger_watcher(root))
+
+    def start_trigger_watcher(self, root: str | Path) -> bool:
         """Start the project's pipeline trigger watcher, detached (it outlives the window and
         the hub), when its workbench.toml declares [pipeline.triggers] without
         ``start_with_workbench = false``. Whether one was started. A watcher already running is
@@ -212,7 +215,13 @@ class Hub(QObject):
         from workbench.pipeline.triggers import watcher_wanted_on_open
         from workbench.platform.detach import start_detached
 
-        if self._shutting_down or not watcher_wanted_on_open(settings):
+        if self._shutting_down:
+            return False
+        try:
+            settings = load_project(Path(root)).settings
+        except ProjectError:
+            return False  # the window says what is wrong with the project
+        if not watcher_wanted_on_open(settings):
             return False
         log_file = Path(root) / ".workbench" / "pipeline" / "watcher-on-open.log"
         try:
@@ -333,6 +342,10 @@ class Hub(QObject):
         if entry is None:
             entry = self.registry.add(WindowEntry(window_id, pid, kind, project))
             entry.started_at = float(params.get("started_at", entry.started_at))
+            if kind == messages.KIND_PROJECT and project:
+                # Opened without this hub (`workbench open` with no hub running, or a window of
+                # an earlier hub): its project's watcher is asked for here.
+                self._start_trigger_watcher_soon(project)
         entry.pid, entry.kind, entry.project = pid, kind, project
         entry.state = params.get("state", messages.STATE_READY)
         entry.title = params.get("title", entry.title)

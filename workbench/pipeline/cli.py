@@ -164,6 +164,11 @@ def iteration_text(iteration) -> str:
 
     lines = [f"iteration {iteration.version}: {iteration.state}"
              + (f" (started {_when(iteration.started_at)})" if iteration.started_at else "")]
+    lines.append(f"  started by {trigger_text(iteration.trigger)}"
+                 + (f" ({iteration.trigger['by']} on {iteration.trigger['host']})"
+                    if iteration.trigger.get("by") and iteration.trigger.get("host") else ""))
+    for resume in iteration.resumes:
+        lines.append(f"  resumed {_when(resume.get('at'))} by {trigger_text(resume)}")
     for step in iteration.steps:
         seconds = f"{step.seconds:.1f} s" if step.seconds is not None else ""
         made = ", ".join(f"{key} {value}" for key, value in step.outputs.items()
