@@ -4,16 +4,16 @@ Pipeline panel shown over it."""
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.dock_panels import finish, screenshot, show_panel  # noqa: F401 (show_panel: a fixture)
+
 TIMEOUT_MS = 20_000
 PROJECT_FILE = ('[project]\nname = "loop"\n\n[registry]\nmetric = "val_acc"\n\n'
                 '[[pipeline.steps]]\ntool = "gate"\nmin_accuracy = 50\n')
-SHOTS = Path(os.environ.get("WORKBENCH_SCREENSHOTS", "") or "/tmp/workbench-screenshots")
 # (val_acc, samples, gate passed) of iterations 0000..0002
 HISTORY = ((0.81, 900, True), (0.88, 1200, True), (0.86, 1500, False))
 
@@ -77,40 +77,15 @@ class LaunchedCommands:
 
 
 @pytest.fixture
-def make_panel(qtbot):
+def make_panel(show_panel):
     """``make_panel(root, launcher=None) -> (panel, errors)``: a shown Pipeline panel over
     ``root``; ``errors`` collects what it showed as errors."""
     from workbench.pipeline.widgets.pipeline_panel import PipelinePanel
-    from workbench.qt.tasks import TaskRunner
-
-    runners = []
 
     def make(root: Path, launcher=None):
         errors: list[str] = []
-        tasks = TaskRunner()
-        runners.append(tasks)
         options = {"launcher": launcher} if launcher is not None else {}
-        panel = PipelinePanel(root, tasks, errors.append, **options)
-        qtbot.addWidget(panel)
-        panel.resize(1100, 560)
-        panel.show()
-        panel.refresh()
+        panel = show_panel(lambda tasks: PipelinePanel(root, tasks, errors.append, **options), (1100, 560))
         return panel, errors
 
-    yield make
-    for tasks in runners:
-        tasks.wait(TIMEOUT_MS)
-
-
-def finish(qtbot, panel, start):
-    """Run ``start()`` (a panel action) and wait until it is over; its Operation."""
-    with qtbot.waitSignal(panel.sig_operation_finished, timeout=TIMEOUT_MS) as blocker:
-        start()
-    return blocker.args[0]
-
-
-def screenshot(widget, name: str) -> Path:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    path = SHOTS / f"{name}.png"
-    widget.grab().save(str(path))
-    return path
+    return make

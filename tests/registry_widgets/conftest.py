@@ -4,19 +4,18 @@ the Registry panel shown over it."""
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.dock_panels import finish, screenshot, show_panel  # noqa: F401 (show_panel: a fixture)
 from tests.modeltools_widgets.conftest import make_onnx
 
 TIMEOUT_MS = 30_000
 PROJECT_FILE = '[project]\nname = "versions"\n\n[registry]\nmetric = "val_acc"\nversion_max = 5\n'
 # (val_acc, val_loss, dataset version) of versions 0000..0003
 METRICS = ((0.71, 0.90, "0000"), (0.78, 0.70, "0000"), (0.83, 0.55, "0001"), (0.80, 0.60, "0001"))
-SHOTS = Path(os.environ.get("WORKBENCH_SCREENSHOTS", "") or "/tmp/workbench-screenshots")
 
 
 def open_models(root: Path):
@@ -58,41 +57,17 @@ def registry_project(tmp_path) -> Path:
 
 
 @pytest.fixture
-def make_panel(qtbot):
+def make_panel(show_panel):
     """``make_panel(root) -> (panel, errors)``: a shown Registry panel over ``root`` with a
     command registry of its own; ``errors`` collects what it showed as errors."""
     from workbench.project import load_project
-    from workbench.qt.tasks import TaskRunner
     from workbench.registry.widgets.registry_panel import RegistryPanel
     from workbench.ui.commands import CommandRegistry
 
-    runners = []
-
     def make(root: Path):
         errors: list[str] = []
-        tasks = TaskRunner()
-        runners.append(tasks)
-        panel = RegistryPanel(root, lambda: load_project(root).settings, tasks, CommandRegistry(), errors.append)
-        qtbot.addWidget(panel)
-        panel.resize(1100, 420)
-        panel.show()
-        panel.refresh()
+        panel = show_panel(lambda tasks: RegistryPanel(root, lambda: load_project(root).settings, tasks,
+                                                       CommandRegistry(), errors.append), (1100, 420))
         return panel, errors
 
-    yield make
-    for tasks in runners:
-        tasks.wait(TIMEOUT_MS)
-
-
-def finish(qtbot, panel, start):
-    """Run ``start()`` (a panel change) and wait until it is over; its Operation."""
-    with qtbot.waitSignal(panel.sig_operation_finished, timeout=TIMEOUT_MS) as blocker:
-        start()
-    return blocker.args[0]
-
-
-def screenshot(widget, name: str) -> Path:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    path = SHOTS / f"{name}.png"
-    widget.grab().save(str(path))
-    return path
+    return make
