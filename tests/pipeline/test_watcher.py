@@ -175,11 +175,11 @@ def test_a_data_growth_trigger_fires_only_once_files_are_added(tmp_path, stop_wa
     assert _iteration_state(project, "0001") is None  # two new samples are not three
     _add_sample(project, 12)
     _wait_for(lambda: _iteration_state(project, "0001") == "done", what="the data-growth iteration")
-    assert "trigger fired: data growth: 3 new samples since dataset version 0000" in log.read_text()
+    assert "trigger fired: data growth: 3 new samples (75.0 %) since dataset version 0000" in log.read_text()
     assert PipelineService(project).versions.datasets.latest().samples == 7
     trigger = PipelineService(project).get("0001").trigger
     assert trigger["kind"] == "data growth"
-    assert trigger["reason"] == "3 new samples since dataset version 0000 (trigger: 3)"
+    assert trigger["reason"] == "3 new samples (75.0 %) since dataset version 0000 (trigger: 3 samples)"
     assert PipelineService(project).get("0000").trigger["kind"] == "manual"  # started by the test itself
 
 

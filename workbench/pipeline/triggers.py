@@ -224,11 +224,12 @@ class DataGrowthCheck:
         self._last_look = look
         base = latest.samples if latest is not None else 0
         since = f"dataset version {latest.name}" if latest is not None else "no dataset version yet"
+        grown = f"{100.0 * added / base:.1f} %" if base else "all new"
         if self.triggers.growth_samples is not None and added >= self.triggers.growth_samples:
-            return f"data growth: {added} new samples since {since} (trigger: {self.triggers.growth_samples})"
+            return (f"data growth: {added} new samples ({grown}) since {since} "
+                    f"(trigger: {self.triggers.growth_samples} samples)")
         if self.triggers.growth_percent is not None and added and (
                 base == 0 or 100.0 * added / base >= self.triggers.growth_percent):
-            grown = f"{100.0 * added / base:.1f} %" if base else "all new"
             return (f"data growth: {added} new samples ({grown}) since {since} "
                     f"(trigger: {self.triggers.growth_percent:g} %)")
         return None
