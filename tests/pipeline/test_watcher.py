@@ -234,3 +234,24 @@ def test_a_watcher_killed_with_its_iteration_resumes_the_iteration_when_started_
     shown = subprocess.run([sys.executable, "-m", "workbench", "pipeline", "status", str(project)],
                            capture_output=True, text=True, env=ENV, timeout=60).stdout
     assert "started by every: every 1s" in shown and "by resume: the process running it" in shown
+
+
+def test_a_schedule_that_comes_due_starts_an_iteration_that_records_it(tmp_path):
+    """The watcher's tick at the moment the schedule is due (the clock driven, not waited for):
+    the iteration it starts in its own process records kind "schedule" and the time of day."""
+    from workbench.pipeline.triggers import DataGrowthCheck
+    from workbench.pipeline.watcher import TriggerWatcher
+
+    project = _files_project(tmp_path / "nightly", 'schedule = "02:00"\n')
+    watcher = TriggerWatcher(project)
+    watcher.service.store.folder.mkdir(parents=True)  # as run() does first
+    watcher.state = {"last_fired": {}, "last_trigger": None}
+    now = time.time()
+    clock = TriggerClock(watcher.triggers, now)
+    clock.due[SCHEDULE] = now  # 02:00 has come
+    watcher._tick(clock, DataGrowthCheck(watcher.service.versions.datasets, watcher.triggers), now)
+    _wait_for(lambda: _iteration_state(project, "0000") == "done", what="the scheduled iteration")
+    trigger = PipelineService(project).get("0000").trigger
+    assert (trigger["kind"], trigger["reason"]) == ("schedule", "daily at 02:00")
+    assert watcher.state["last_trigger"]["kind"] == "schedule" and clock.due[SCHEDULE] > now
+    watcher.child.wait(timeout=30)
