@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
+import threading
 from pathlib import Path
 
 from PySide6.QtCore import QObject, QTimer
@@ -203,7 +204,10 @@ class Hub(QObject):
         return {"window_id": entry.window_id, "pid": entry.pid, "already_open": False}
 
     def _start_trigger_watcher_soon(self, root: str) -> None:
-        QTimer.singleShot(TRIGGER_WATCHER_DELAY_MS, lambda: self.start_trigger_watcher(root))
+        # On a thread: reading the project file, the first import of the triggers module and
+        # starting a process take tens of milliseconds the welcome window should not wait for.
+        QTimer.singleShot(TRIGGER_WATCHER_DELAY_MS, lambda: threading.Thread(
+            target=self.start_trigger_watcher, args=(root,), name="starting a trigger watcher", daemon=True).start())
 
     def start_trigger_watcher(self, root: str | Path) -> bool:
         """Start the project's pipeline trigger watcher, detached (it outlives the window and
