@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
 import os
 import shutil
 import socket
@@ -62,10 +61,15 @@ from pathlib import Path
 from typing import Dict, List
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "device_sdk"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from goals import print_with_goals  # noqa: E402
+from tests.services.device_agent import AgentProcess  # noqa: E402
 from workbench_device.client import DeviceClient, connect, sha256_of  # noqa: E402
 from workbench_device.connection import AgentConnection  # noqa: E402
+from workbench_device.protocol import FIRST_VERSION  # noqa: E402
 from workbench_device.tls import (  # noqa: E402
     CERT_FILE,
     Identity,
@@ -208,8 +212,11 @@ class ClearTextClient(DeviceClient):
         self.on_log = None
         self.logs = collections.deque()
         self.hello_reply = {}
+        self.protocol = FIRST_VERSION
         self.session_id = None
+        self.on_event = {}
         self.skipped_events = 0
+        self._tunnel = None
         self._next_id = 1
         self._waiting = set()
         self._closed = False
@@ -219,30 +226,7 @@ class ClearTextClient(DeviceClient):
                                "ClearTextClient too")
 
 
-# --- the agent ---
-
-class AgentProcess:
-    def __init__(self, folder: Path):
-        self.data_dir = folder / "agent"
-        self.log = open(folder / "agent-stderr.log", "wb")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "workbench_device.agent", "--port", "0", "--data-dir",
-             str(self.data_dir), "--no-mdns", "--json"],
-            stdout=subprocess.PIPE, stderr=self.log, cwd=str(ROOT / "device_sdk"))
-        announced = json.loads(self.process.stdout.readline())
-        self.port = int(announced["port"])
-        self.code = announced["pairing_code"]
-        self.fingerprint = announced["cert_fingerprint"]
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self.log.close()
-
+# --- the agent's neighbours ---
 
 def start_helper(folder: Path, *args: str) -> subprocess.Popen:
     """This script in another process (``--tls-sink`` or ``--clear-agent``); its port is the
@@ -444,7 +428,7 @@ def main() -> None:
     agent = None
     try:
         identity = load_or_make_identity(folder / "host", "device-link-benchmark")
-        agent = AgentProcess(folder)
+        agent = AgentProcess(folder / "agent", "Device Link Benchmark")
         with DeviceClient.for_pairing("127.0.0.1", agent.port, identity) as pairing:
             pin = pairing.pair(HOST_ID, "benchmark", agent.code)
         assert pin == agent.fingerprint
@@ -466,14 +450,7 @@ def main() -> None:
             process.kill()
             process.wait()
         shutil.rmtree(folder, ignore_errors=True)
-    goals, met = {}, {}
-    for name, (relation, goal) in GOALS.items():
-        value = figures[name]
-        goals[name] = f"{relation} {goal:g}"
-        met[name] = {">=": value >= goal, "<": value < goal, "<=": value <= goal}[relation]
-    figures["goals"] = goals
-    figures["met"] = met
-    print(json.dumps(figures))
+    print_with_goals(figures, GOALS)
 
 
 if __name__ == "__main__":

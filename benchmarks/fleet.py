@@ -29,10 +29,8 @@ Run: .venv/bin/python benchmarks/fleet.py [--agents 20] [--interval 0.05]
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import threading
@@ -48,48 +46,17 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import numpy as np  # noqa: E402
 
-from hot_swap import LAYERS, SLOT, free_port, mlp_onnx, reference_outputs  # noqa: E402
+from goals import print_with_goals  # noqa: E402
+from hot_swap import SLOT, app_input, mlp_onnx, reference_outputs  # noqa: E402
+from tests.services.device_agent import AgentProcess, free_port  # noqa: E402
 
 GOALS = {"fleet_failed_requests": ("<=", 0), "fleet_deploy_ratio": ("<=", 4.0)}
-
-
-class FleetAgent:
-    def __init__(self, folder: Path, index: int):
-        folder.mkdir(parents=True, exist_ok=True)
-        self.name = f"Fleet Device {index:02d}"
-        self.inference_port = free_port()
-        self.log = open(folder / "agent-stderr.log", "wb")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "workbench_device.agent", "--port", "0", "--data-dir",
-             str(folder / "data"), "--no-mdns", "--json", "--name", self.name,
-             "--inference-port", str(self.inference_port)],
-            stdout=subprocess.PIPE, stderr=self.log, cwd=str(ROOT / "device_sdk"))
-        self.port = 0
-        self.code = ""
-
-    def wait_listening(self) -> None:
-        announced = json.loads(self.process.stdout.readline())
-        self.port = int(announced["port"])
-        self.code = announced["pairing_code"]
-
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self.log.close()
 
 
 class RequestStream:
     """A request every ``interval`` seconds on one InferenceClient until ``stop``."""
 
-    def __init__(self, agent: FleetAgent, expected: Dict[str, np.ndarray], x: np.ndarray,
+    def __init__(self, agent: AgentProcess, expected: Dict[str, np.ndarray], x: np.ndarray,
                  interval: float):
         self.agent, self.expected, self.x, self.interval = agent, expected, x, interval
         self.requests = 0
@@ -139,7 +106,10 @@ def figures(agents: int, interval: float, folder: Path) -> dict:
     from workbench_device.client import sha256_of
 
     project = make_project(folder)
-    fleet = [FleetAgent(folder / f"agent{index:02d}", index) for index in range(agents)]
+    # Started all at once, then waited for: each takes a while to import and listen.
+    fleet = [AgentProcess(folder / f"agent{index:02d}" / "data", f"Fleet Device {index:02d}",
+                          False, "--inference-port", str(free_port()), wait=False)
+             for index in range(agents)]
     try:
         for agent in fleet:
             agent.wait_listening()
@@ -151,7 +121,7 @@ def figures(agents: int, interval: float, folder: Path) -> dict:
         if not first.ok:
             raise SystemExit(f"the first deploy failed: {first.to_text()}")
         models = {sha256_of(mlp_onnx(seed)): mlp_onnx(seed) for seed in (1, 2)}
-        x = np.random.default_rng(0).standard_normal((1, LAYERS[0])).astype(np.float32)
+        x = app_input()
         expected = reference_outputs(models, x)
         streams = [RequestStream(agent, expected, x, interval) for agent in fleet]
         for stream in streams:
@@ -171,7 +141,7 @@ def figures(agents: int, interval: float, folder: Path) -> dict:
             stream.thread.join(60)
     finally:
         with ThreadPoolExecutor(max_workers=8) as pool:
-            list(pool.map(FleetAgent.stop, fleet))
+            list(pool.map(AgentProcess.stop, fleet))
     failures = [failure for stream in streams for failure in stream.failures]
     new_answers = sum(1 for stream in streams for at, model in stream.answers
                       if at > fleet_done and model == fleet_report.sha256)
@@ -212,14 +182,7 @@ def main() -> None:
         result = figures(args.agents, args.interval, folder)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-    goals, met = {}, {}
-    for name, (relation, goal) in GOALS.items():
-        value = result[name]
-        goals[name] = f"{relation} {goal:g}"
-        met[name] = value is not None and value <= goal
-    result["goals"] = goals
-    result["met"] = met
-    print(json.dumps(result))
+    print_with_goals(result, GOALS)
 
 
 if __name__ == "__main__":

@@ -4,17 +4,24 @@ object.
 A real agent (``python -m workbench_device.agent`` in a process of its own, a temporary data
 folder, its inference endpoint on a free loopback port) gets two small ONNX models (the same
 inputs and outputs, other weights: an MLP 64 -> 256 -> 256 -> 10 built with onnx.helper) and
-slot ``classifier``. A client thread of this process, an ``InferenceClient`` on loopback as an
-app on the device would use it, sends requests one after the other as fast as it can, while the
-host (a paired ``DeviceClient``) deploys the other model ``--swaps`` times (default 20), with
-``--gap`` seconds of steady stream between swaps.
+slot ``classifier``. An app, this script in a process of its own (``--app``) as an app on the
+device is, sends requests on an ``InferenceClient`` one after the other as fast as it can, while
+the host (a paired ``DeviceClient`` in this process) deploys the other model ``--swaps`` times
+(default 20), with ``--gap`` seconds of steady stream between swaps. The app and the host are
+separate processes so that the host's work for a deploy (TLS, the reply) does not hold up the
+app's requests, which no real app would share a process with. Both stamp times with
+``time.perf_counter`` (the system's monotonic clock, the same in every process).
 
 - failed_requests: requests that raised, or whose outputs are not the outputs of the model
-  the reply names (computed in this process with onnxruntime). Goal 0.
+  the reply names (computed by the app with onnxruntime). Goal 0.
 - p99_latency_steady_ms: the 99th percentile of the round trips of the requests that overlap
   no deploy (from the slot.deploy request to its reply).
 - worst_latency_during_swap_ms: the longest round trip of a request that overlaps a deploy.
 - swap_latency_ratio: the second over the first. Goal <= 3.
+- worst_latency_steady_windows_ms: the longest round trip of a request that overlaps a window
+  as long as a deploy, one in the middle of the steady stream after each swap: what the worst
+  request of as many windows is on this machine without any deploy (the worst of a few hundred
+  requests is set by the machine's noise as much as by the deploys).
 
 Beside them: requests, swaps, the deploys' load_ms and warm_ms (medians), and how many answers
 each model gave.
@@ -27,29 +34,31 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Dict, List, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "device_sdk"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import numpy as np  # noqa: E402
 
+from goals import print_with_goals  # noqa: E402
+from tests.services.device_agent import AgentProcess, free_port  # noqa: E402
 from workbench_device.client import DeviceClient, connect  # noqa: E402
-from workbench_device.inference import InferenceClient  # noqa: E402
 from workbench_device.tls import load_or_make_identity  # noqa: E402
 
 GOALS = {"failed_requests": ("<=", 0), "swap_latency_ratio": ("<=", 3.0)}
 HOST_ID = "hot-swap-benchmark"
 SLOT = "classifier"
 LAYERS = (64, 256, 256, 10)
+INPUT_SEED = 0
 
 
 def mlp_onnx(seed: int) -> bytes:
@@ -78,67 +87,6 @@ def mlp_onnx(seed: int) -> bytes:
     return model.SerializeToString()
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-class AgentProcess:
-    def __init__(self, folder: Path):
-        self.data_dir = folder / "agent"
-        self.log = open(folder / "agent-stderr.log", "wb")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "workbench_device.agent", "--port", "0", "--data-dir",
-             str(self.data_dir), "--no-mdns", "--json", "--inference-port", str(free_port())],
-            stdout=subprocess.PIPE, stderr=self.log, cwd=str(ROOT / "device_sdk"))
-        announced = json.loads(self.process.stdout.readline())
-        self.port = int(announced["port"])
-        self.inference_port = int(announced["inference_port"])
-        self.code = announced["pairing_code"]
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-        self.log.close()
-
-
-class RequestStream:
-    """Requests one after the other on one InferenceClient until ``stop``; each one's start and
-    end (perf_counter seconds), and the failures."""
-
-    def __init__(self, port: int, expected: Dict[str, np.ndarray], x: np.ndarray):
-        self.port = port
-        self.expected = expected
-        self.x = x
-        self.timings: List[Tuple[float, float]] = []
-        self.failures: List[str] = []
-        self.answers = {sha: 0 for sha in expected}
-        self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self._run, name="hot-swap-stream", daemon=True)
-
-    def _run(self) -> None:
-        with InferenceClient(port=self.port) as app:
-            while not self.stopped.is_set():
-                started = time.perf_counter()
-                try:
-                    answer = app.run_detailed(SLOT, {"x": self.x})
-                except Exception as exc:  # every failure is what this measures
-                    self.failures.append(repr(exc))
-                    continue
-                ended = time.perf_counter()
-                self.timings.append((started, ended))
-                if not np.allclose(answer.outputs["logits"], self.expected.get(answer.model),
-                                   rtol=1e-4, atol=1e-5):
-                    self.failures.append(f"outputs not those of {answer.model[:12]}")
-                else:
-                    self.answers[answer.model] += 1
-
-
 def reference_outputs(models: Dict[str, bytes], x: np.ndarray) -> Dict[str, np.ndarray]:
     import onnxruntime as ort
 
@@ -146,17 +94,98 @@ def reference_outputs(models: Dict[str, bytes], x: np.ndarray) -> Dict[str, np.n
             .run(["logits"], {"x": x})[0] for sha, data in models.items()}
 
 
-def swap_figures(host: DeviceClient, inference_port: int, swaps: int, gap: float) -> dict:
+def app_input() -> np.ndarray:
+    return np.random.default_rng(INPUT_SEED).standard_normal((1, LAYERS[0])).astype(np.float32)
+
+
+# --- the app: this script with --app, in a process of its own ---
+
+def app_main(port: int, model_files: List[str]) -> None:
+    """Requests one after the other on one InferenceClient to slot SLOT at ``port`` until a
+    line (or the end) comes on standard input; then one JSON line: each request's start and
+    end (perf_counter seconds), the failures, the answers by model. It prints ``streaming``
+    once its first request was answered."""
+    import threading
+
+    from workbench_device.client import sha256_of
+    from workbench_device.inference import InferenceClient
+
+    models = {sha256_of(data): data for data in (Path(f).read_bytes() for f in model_files)}
+    x = app_input()
+    expected = reference_outputs(models, x)
+    timings: List[Tuple[float, float]] = []
+    failures: List[str] = []
+    answers = {sha: 0 for sha in expected}
+    stopped = threading.Event()
+    threading.Thread(target=lambda: (sys.stdin.readline(), stopped.set()), daemon=True).start()
+    announced = False
+    with InferenceClient(port=port) as app:
+        while not stopped.is_set():
+            started = time.perf_counter()
+            try:
+                answer = app.run_detailed(SLOT, {"x": x})
+            except Exception as exc:  # every failure is what this measures
+                failures.append(repr(exc))
+                continue
+            ended = time.perf_counter()
+            timings.append((started, ended))
+            if not np.allclose(answer.outputs["logits"], expected.get(answer.model),
+                               rtol=1e-4, atol=1e-5):
+                failures.append(f"outputs not those of {answer.model[:12]}")
+            else:
+                answers[answer.model] += 1
+            if not announced:
+                print("streaming", flush=True)
+                announced = True
+    print(json.dumps({"timings": timings, "failures": failures, "answers": answers}), flush=True)
+
+
+class AppProcess:
+    """``hot_swap.py --app``: started, then ``stop()`` returns what it measured."""
+
+    def __init__(self, folder: Path, port: int, model_files: List[Path]):
+        self.log = open(folder / "app-stderr.log", "wb")
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, "--app", str(port), *map(str, model_files)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        if self.process.stdout.readline().strip() != "streaming":
+            self.process.kill()
+            raise SystemExit(f"the app did not start; see {self.log.name}")
+
+    def stop(self) -> dict:
+        self.process.stdin.write("stop\n")
+        self.process.stdin.close()
+        result = json.loads(self.process.stdout.readline())
+        self.process.wait(timeout=30)
+        self.log.close()
+        return result
+
+
+# --- the host ---
+
+def _worst_overlapping(timings: List[Tuple[float, float]],
+                       windows: List[Tuple[float, float]]) -> Tuple[List[float], List[float]]:
+    """The round trips (ms) of the requests that overlap a window, and of the others."""
+    inside, outside = [], []
+    for started, ended in timings:
+        overlaps = any(started < w_end and ended > w_start for w_start, w_end in windows)
+        (inside if overlaps else outside).append((ended - started) * 1000.0)
+    return inside, outside
+
+
+def swap_figures(host: DeviceClient, inference_port: int, swaps: int, gap: float,
+                 folder: Path) -> dict:
     from workbench_device.client import sha256_of
 
     models = {sha256_of(data): data for data in (mlp_onnx(1), mlp_onnx(2))}
+    files = []
     for sha, data in models.items():
         host.push_model(data, name=f"mlp-{sha[:8]}.onnx")
+        files.append(folder / f"mlp-{sha[:8]}.onnx")
+        files[-1].write_bytes(data)
     order = list(models)
-    x = np.random.default_rng(0).standard_normal((1, LAYERS[0])).astype(np.float32)
     host.deploy_slot(SLOT, order[0])
-    stream = RequestStream(inference_port, reference_outputs(models, x), x)
-    stream.thread.start()
+    app = AppProcess(folder, inference_port, files)
     windows: List[Tuple[float, float]] = []
     deploys = []
     time.sleep(gap)
@@ -165,22 +194,26 @@ def swap_figures(host: DeviceClient, inference_port: int, swaps: int, gap: float
         deploys.append(host.deploy_slot(SLOT, order[(swap + 1) % 2]))
         windows.append((started, time.perf_counter()))
         time.sleep(gap)
-    stream.stopped.set()
-    stream.thread.join(30)
-    steady, during = [], []
-    for started, ended in stream.timings:
-        overlaps = any(started < w_end and ended > w_start for w_start, w_end in windows)
-        (during if overlaps else steady).append((ended - started) * 1000.0)
+    measured = app.stop()
+    timings = [tuple(t) for t in measured["timings"]]
+    during, steady = _worst_overlapping(timings, windows)
+    # As long as each deploy, in the middle of the steady stream after it.
+    controls = [(end + (gap - (end - start)) / 2, end + (gap + (end - start)) / 2)
+                for start, end in windows if end - start < gap]
+    in_controls, _ = _worst_overlapping(
+        [t for t in timings if not any(t[0] < w[1] and t[1] > w[0] for w in windows)], controls)
     p99 = float(np.percentile(steady, 99)) if steady else float("nan")
     worst = max(during) if during else 0.0
     return {
-        "failed_requests": len(stream.failures),
+        "failed_requests": len(measured["failures"]),
         "p99_latency_steady_ms": round(p99, 3),
         "worst_latency_during_swap_ms": round(worst, 3),
         "swap_latency_ratio": round(worst / p99, 3) if steady else None,
+        "worst_latency_steady_windows_ms": round(max(in_controls), 3) if in_controls else None,
         "p50_latency_steady_ms": round(statistics.median(steady), 3) if steady else None,
-        "requests": len(stream.timings) + len(stream.failures),
+        "requests": len(timings) + len(measured["failures"]),
         "requests_during_swaps": len(during),
+        "requests_in_steady_windows": len(in_controls),
         "swaps": swaps,
         "deploy_load_ms_median": round(statistics.median(d["load_ms"] for d in deploys), 3)
         if deploys else None,
@@ -188,12 +221,15 @@ def swap_figures(host: DeviceClient, inference_port: int, swaps: int, gap: float
         if deploys else None,
         "deploy_round_trip_ms_median": round(statistics.median(
             (end - start) * 1000.0 for start, end in windows), 3) if windows else None,
-        "answers_by_model": {sha[:12]: count for sha, count in stream.answers.items()},
-        "failures": stream.failures[:5],
+        "answers_by_model": {sha[:12]: count for sha, count in measured["answers"].items()},
+        "failures": measured["failures"][:5],
     }
 
 
 def main() -> None:
+    if len(sys.argv) > 2 and sys.argv[1] == "--app":
+        app_main(int(sys.argv[2]), sys.argv[3:])
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--swaps", type=int, default=20, help="deploys of the other model")
     parser.add_argument("--gap", type=float, default=0.3,
@@ -205,23 +241,17 @@ def main() -> None:
     agent = None
     try:
         identity = load_or_make_identity(folder / "host", HOST_ID)
-        agent = AgentProcess(folder)
+        agent = AgentProcess(folder / "agent", "Hot Swap Device", False,
+                             "--inference-port", str(free_port()))
         with DeviceClient.for_pairing("127.0.0.1", agent.port, identity) as pairing:
             pin = pairing.pair(HOST_ID, "benchmark", agent.code)
         with connect("127.0.0.1", agent.port, HOST_ID, identity, pin, timeout=120) as host:
-            figures = swap_figures(host, agent.inference_port, args.swaps, args.gap)
+            figures = swap_figures(host, agent.inference_port, args.swaps, args.gap, folder)
     finally:
         if agent is not None:
             agent.stop()
         shutil.rmtree(folder, ignore_errors=True)
-    goals, met = {}, {}
-    for name, (relation, goal) in GOALS.items():
-        value = figures[name]
-        goals[name] = f"{relation} {goal:g}"
-        met[name] = value is not None and value <= goal
-    figures["goals"] = goals
-    figures["met"] = met
-    print(json.dumps(figures))
+    print_with_goals(figures, GOALS)
 
 
 if __name__ == "__main__":

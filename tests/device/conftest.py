@@ -1,20 +1,16 @@
 """What the device tests share: real agents (``python -m workbench_device.agent``) started as child
-processes on free ports, each with its own data folder; the in-memory keyring of the cluster
-tests for this process (and a file-backed twin of it for the ``workbench device`` commands run
-as child processes); Workbench's config and data folders private to each test; mDNS kept on
-loopback; and the trained digits model of the model tools' tests."""
+processes on free ports, each with its own data folder (``tests.services.device_agent``); the
+in-memory keyring of the cluster tests for this process (and a file-backed twin of it for the
+``workbench device`` commands run as child processes); Workbench's config and data folders
+private to each test; mDNS kept on loopback; and the trained digits model of the model tools'
+tests."""
 
 from __future__ import annotations
 
 import json
 import os
-import queue
-import signal
-import socket
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -29,6 +25,7 @@ from tests.modeltools.conftest import (  # noqa: F401
     digits_project,
     trained_digits_project,
 )
+from tests.services.device_agent import AgentProcess, free_port  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -44,79 +41,6 @@ def private_device_folders(monkeypatch, tmp_path):
     from workbench.device.serve_local import stop_local
 
     stop_local()  # an agent `serve-local` started in this test
-
-
-class AgentProcess:
-    """An agent in a process of its own, its stdout read as it comes: ``port``, ``code`` (the
-    latest pairing code), ``device_id``, ``name``."""
-
-    def __init__(self, data_dir: Path, name: str, mdns: bool = False, *args: str):
-        data_dir.mkdir(parents=True, exist_ok=True)
-        command = [sys.executable, "-m", "workbench_device.agent", "--port", "0", "--data-dir",
-                   str(data_dir), "--json", "--name", name, *args]
-        if not mdns:
-            command.append("--no-mdns")
-        self.data_dir = data_dir
-        self._stderr = open(data_dir.parent / f"{data_dir.name}.stderr", "w")
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self._stderr,
-                                        stdin=subprocess.DEVNULL, text=True)
-        self.lines: "queue.Queue[str]" = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-        listening = self._next_event("listening")
-        self.port = int(listening["port"])
-        self.device_id = listening["device_id"]
-        self.name = listening["name"]
-        self._code = listening["pairing_code"]
-
-    def _read(self) -> None:
-        for line in self.process.stdout:
-            self.lines.put(line.rstrip("\n"))
-
-    def _next_event(self, event: str, timeout: float = 60) -> dict:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                line = self.lines.get(timeout=max(0.1, deadline - time.monotonic()))
-            except queue.Empty:
-                raise AssertionError(f"the agent printed no {event!r} line; stderr: "
-                                     f"{Path(self._stderr.name).read_text()[-2000:]}") from None
-            if line.startswith("{"):
-                data = json.loads(line)
-                if data.get("event") == event:
-                    return data
-
-    @property
-    def code(self) -> str:
-        """The pairing code the agent printed last."""
-        while True:
-            try:
-                line = self.lines.get_nowait()
-            except queue.Empty:
-                return self._code
-            if line.startswith("{"):
-                data = json.loads(line)
-                if data.get("event") == "pairing_code":
-                    self._code = data["pairing_code"]
-
-    def wrong_code(self) -> str:
-        return f"{(int(self.code) + 1) % 1_000_000:06d}"
-
-    @property
-    def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    def kill(self) -> None:
-        self.process.kill()
-        self.process.wait()
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.kill()
-        self._stderr.close()
 
 
 @pytest.fixture
@@ -157,9 +81,3 @@ def run_cli_json(*args: str, timeout: float = 120) -> dict:
     done = run_cli(*args, "--json", timeout=timeout)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
