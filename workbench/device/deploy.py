@@ -15,6 +15,10 @@ load leaves the slot serving the old one). The devices are served in parallel, a
 up no other. The report says per device: switched (with its load and warm-up times), failed
 (with the device's reason) or unreachable. Each deploy is added to
 ``<registry>/deployments/deployments.jsonl``.
+
+``stage_to_devices`` pushes a model file that is no registry version (a checkpoint of a run
+still training, converted) to a slot the same way; its log line says ``staging`` (the run and
+the epoch) and has no version, so no alias, rollback or redeploy ever takes it for one.
 """
 
 from __future__ import annotations
@@ -96,6 +100,8 @@ class DeployReport:
     outcomes: list[DeviceOutcome] = field(default_factory=list)
     seconds: float = 0.0
     alias: str = ""
+    staging: dict = field(default_factory=dict)
+    """For a staging push: ``run`` and ``epoch`` of the checkpoint (empty for a version)."""
 
     @property
     def switched(self) -> list[DeviceOutcome]:
@@ -113,7 +119,9 @@ class DeployReport:
         return {**asdict(self), "ok": self.ok}
 
     def to_text(self) -> str:
-        lines = [f"Model version {self.version} ({Path(self.model).name}, sha256 "
+        what = (f"Run {self.staging.get('run')} epoch {self.staging.get('epoch')}" if self.staging
+                else f"Model version {self.version}")
+        lines = [f"{what} ({Path(self.model).name}, sha256 "
                  f"{self.sha256[:12]}) to slot {self.slot}: {len(self.switched)} of "
                  f"{len(self.outcomes)} devices switched in {self.seconds:.1f} s."]
         for outcome in self.outcomes:
@@ -122,7 +130,8 @@ class DeployReport:
                 lines.append(f"  switched     {where}: {outcome.timings_text()}")
             else:
                 lines.append(f"  {outcome.state:<12} {where}: {outcome.reason}")
-        lines.append(f"Bundle: {self.bundle}")
+        if self.bundle:
+            lines.append(f"Bundle: {self.bundle}")
         return "\n".join(lines)
 
 
@@ -346,16 +355,60 @@ def deploy_to_devices(project_dir: Path | str, version_or_alias: str,
     ``devices`` names (every paired device when None), in parallel; see the module. The log
     records ``alias`` (default: ``version_or_alias`` when it is an alias) as what the slots
     serve, so that a rollback of that alias finds them."""
-    from workbench_device.slots import check_slot_name
+    _check_slot(slot)
+    paired = paired or PairedDevices()
+    bundle = build_bundle(project_dir, version_or_alias, runtime)
+    targets = _targets(devices, paired)
+    if alias is None:
+        alias = "" if str(version_or_alias).strip().isdigit() else str(version_or_alias)
+    report = DeployReport(bundle.version, slot, str(bundle.model), bundle.sha256,
+                          str(bundle.zip_path.parent), now_iso(), alias=alias)
+    _switch_all(report, targets, paired, bundle.model, runtime, timeout, progress, cancel)
+    _record(bundle.zip_path.parent, report)
+    return report
+
+
+def stage_to_devices(project_dir: Path | str, model: Path | str, devices: Iterable[str],
+                     slot: str, run_id: str, epoch: int,
+                     progress: Callable[[Progress], None] | None = None,
+                     cancel: CancelToken | None = None, *,
+                     timeout: float = DEFAULT_DEVICE_TIMEOUT_S,
+                     paired: PairedDevices | None = None,
+                     runtime: str = DEFAULT_RUNTIME) -> DeployReport:
+    """Push ``model`` (a checkpoint of run ``run_id`` after ``epoch`` epochs, converted) to
+    ``slot`` of every device ``devices`` names, in parallel, as ``deploy_to_devices`` does, but
+    with no bundle and no alias: the deploy log records it as a staging push of that run and
+    epoch, with no version."""
+    from workbench.platform.file_hashes import hash_file
+
+    _check_slot(slot)
+    model = Path(model)
+    if not model.is_file():
+        raise DeviceError(f"{model} does not exist: nothing to push to slot {slot}")
+    paired = paired or PairedDevices()
+    targets = _targets(list(devices), paired)
+    report = DeployReport("", slot, str(model), hash_file(model), "", now_iso(),
+                          staging={"run": str(run_id), "epoch": int(epoch)})
+    _switch_all(report, targets, paired, model, runtime, timeout, progress, cancel)
+    _record(deployments_folder(Path(project_dir)), report)
+    return report
+
+
+def _check_slot(slot: str) -> None:
     from workbench_device.protocol import ProtocolError
+    from workbench_device.slots import check_slot_name
 
     try:
         check_slot_name(slot)
     except ProtocolError as exc:
         raise DeviceError(f"{slot!r} cannot name a slot: {exc.message}") from None
-    paired = paired or PairedDevices()
-    bundle = build_bundle(project_dir, version_or_alias, runtime)
-    targets = _targets(devices, paired)
+
+
+def _switch_all(report: DeployReport, targets: list, paired: PairedDevices, model: Path,
+                runtime: str, timeout: float, progress: Callable[[Progress], None] | None,
+                cancel: CancelToken | None) -> None:
+    """Push ``model`` to every target and switch ``report.slot`` to it, in parallel; fills in
+    the report's outcomes and seconds."""
     # This computer's key and id, read once here: the first read may create or unlock them,
     # which the device threads must not do at the same time.
     paired.keys.check()
@@ -371,25 +424,19 @@ def deploy_to_devices(project_dir: Path | str, version_or_alias: str,
 
     def one(target) -> DeviceOutcome:
         nonlocal finished
-        outcome = _deploy_one(target, paired, bundle.model, bundle.sha256, slot, runtime, timeout,
+        outcome = _deploy_one(target, paired, model, report.sha256, report.slot, runtime, timeout,
                               cancel, say)
         with lock:
             finished += 1
         say(f"{outcome.device}: {outcome.state}")
         return outcome
 
-    if alias is None:
-        alias = "" if str(version_or_alias).strip().isdigit() else str(version_or_alias)
-    report = DeployReport(bundle.version, slot, str(bundle.model), bundle.sha256,
-                          str(bundle.zip_path.parent), now_iso(), alias=alias)
     started = time.monotonic()
-    say(f"Deploying {bundle.model.name} to {len(targets)} device(s)…")
+    say(f"Deploying {model.name} to {len(targets)} device(s)…")
     with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL, len(targets)),
                             thread_name_prefix="deploy") as pool:
         report.outcomes = list(pool.map(one, targets))
     report.seconds = round(time.monotonic() - started, 3)
-    _record(bundle.zip_path.parent, report)
-    return report
 
 
 def _record(folder: Path, report: DeployReport) -> None:
@@ -397,10 +444,12 @@ def _record(folder: Path, report: DeployReport) -> None:
     logged, never a failed deploy: the devices switched already)."""
     line = {"time": report.time, "version": report.version, "alias": report.alias,
             "slot": report.slot, "model": Path(report.model).name, "sha256": report.sha256, "seconds": report.seconds,
+            **({"staging": report.staging} if report.staging else {}),
             "devices": [{"device": o.device, "address": o.address, "state": o.state,
                          "reason": o.reason, "load_ms": o.load_ms, "warm_ms": o.warm_ms}
                         for o in report.outcomes]}
     try:
+        folder.mkdir(parents=True, exist_ok=True)
         with open(folder / DEPLOYMENT_LOG, "a", encoding="utf-8") as out:
             out.write(json.dumps(line) + "\n")
     except OSError as exc:
@@ -422,4 +471,5 @@ def list_slots(target: str, paired: PairedDevices | None = None) -> tuple[str, s
 
 
 __all__ = ["Bundle", "DeployReport", "DeviceOutcome", "PairedDevice", "build_bundle",
-           "deploy_to_devices", "describe_onnx", "list_slots", "model_for_device"]
+           "deploy_to_devices", "describe_onnx", "list_slots", "model_for_device",
+           "stage_to_devices"]

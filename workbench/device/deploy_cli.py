@@ -1,6 +1,7 @@
 """``workbench device deploy`` and ``workbench device slots``: deploy a model version to the
-deployment slots of paired devices, and list a device's slots (registered on the ``device``
-group by ``cli.py``)."""
+deployment slots of paired devices, and list a device's slots; ``rollback`` and ``redeploy``;
+``stage``, a run's checkpoints pushed to a staging slot while it trains (registered on the
+``device`` group by ``cli.py``)."""
 
 from __future__ import annotations
 
@@ -152,9 +153,54 @@ def redeploy_command(arguments: tuple[str, ...], timeout_s: float, as_json: bool
     _report_push(push, as_json, project)
 
 
+@click.command("stage", context_settings=_CONTEXT,
+               short_help="Push a training run's checkpoints to a staging slot as it trains.")
+@click.argument("arguments", nargs=-1, required=True, metavar="[PROJECT] RUN_ID")
+@click.option("--device", "devices", multiple=True, required=True,
+              help=f"A device to push to ({DEVICE_HELP}); repeat it for more.")
+@click.option("--every", type=click.IntRange(1, 1_000_000), default=1, show_default=True,
+              help="Push every this many completed epochs.")
+@click.option("--quantize", is_flag=True,
+              help="Quantize each checkpoint after converting it (as `workbench model quantize`).")
+@click.option("--slot", default="staging", show_default=True,
+              help="The slot the checkpoints go to (no alias moves).")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(1, 86400), default=120.0,
+              show_default=True, help="Seconds each device has to take a model and switch.")
+@_json_option
+@_command
+def stage_command(arguments: tuple[str, ...], devices: tuple[str, ...], every: int, quantize: bool,
+                  slot: str, timeout_s: float, as_json: bool, cancel=None) -> None:
+    """Follow run RUN_ID of PROJECT (default: the current folder) until it ends: every EVERY
+    completed epochs its newest checkpoint is converted to ONNX (with the project's declared
+    convert step's parameters, if it has one), quantized with --quantize, and pushed to SLOT of
+    each device, so an app on the device can be watched improving. A push that fails is one
+    line and the next checkpoint tries again; while one is under way only the newest due
+    checkpoint waits. A run that ended already gets its last checkpoint pushed. Exits with
+    status 1 when the last push did not switch every device."""
+    from workbench.device.errors import DeviceError
+    from workbench.device.staging import StagingPlan, declared_tool_params, stage_run
+
+    if len(arguments) > 2:
+        raise DeviceError(f"stage takes [PROJECT] RUN_ID, not {len(arguments)} arguments "
+                          f"({' '.join(arguments)})")
+    project = (Path(arguments[0]) if len(arguments) == 2 else Path.cwd()).expanduser().absolute()
+    plan = StagingPlan(list(devices), every, quantize, slot, declared_tool_params(project, "convert"),
+                       declared_tool_params(project, "quantize"), timeout_s)
+    report = stage_run(project, arguments[-1], plan, lambda line: click.echo(line, err=True),
+                       paired=_devices(), cancel=cancel)
+    emit(report.to_json(), as_json, report.to_text())
+    if not report.ok:
+        last = report.last
+        why = f"epoch {last.epoch}: {last.reason}" if last else "no checkpoint was pushed"
+        click.echo(f"error: the last staging push of run {report.run_id} did not switch slot {slot} "
+                   f"of every device ({why})", err=True)
+        raise SystemExit(1)
+
+
 # The whole `workbench device` group: the link's commands (cli.py) and these. workbench/cli.py
 # names this module's group, so cli.py never imports this one back.
 device_group.add_command(deploy_command)
 device_group.add_command(slots_command)
 device_group.add_command(rollback_command)
 device_group.add_command(redeploy_command)
+device_group.add_command(stage_command)

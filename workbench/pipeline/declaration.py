@@ -6,6 +6,7 @@ parameters its tool takes from the command line.
 tool = "dataset"          # fraction, reason, new_val
 [[pipeline.steps]]
 tool = "train"            # from = "production" | "scratch" | NNNN, epochs, set = ["k=v"], hparams, nproc, cluster
+staging = { devices = ["pixel"], every = 2, quantize = false, slot = "staging" }   # optional
 [[pipeline.steps]]
 tool = "convert"          # any model tool: the parameters of `workbench model convert` (opset, ...)
 [[pipeline.steps]]
@@ -47,14 +48,18 @@ GATE_RULES = {
 }
 OWN_STEPS: dict[str, dict[str, type | tuple]] = {
     "dataset": {"fraction": (float, int), "reason": str, "new_val": bool},
-    "train": {"from": str, "epochs": int, "set": list, "hparams": str, "nproc": int, "cluster": str},
+    "train": {"from": str, "epochs": int, "set": list, "hparams": str, "nproc": int, "cluster": str,
+              "staging": dict},
     "verify": {"devices": list, "runtime": str, "threads": int, "samples": int},
     "gate": {rule: (float, int) for rule in GATE_RULES},
     "deploy": {"devices": list, "slot": str, "alias": str},
 }
 PIPELINE_KEYS = {"steps", "triggers"}  # triggers: read by triggers.py
+# train's staging = { ... }: its checkpoints pushed to a device slot while it trains.
+STAGING_KEYS: dict[str, type] = {"devices": list, "every": int, "quantize": bool, "slot": str}
 _TYPE_WORDS = {str: "text", int: "a whole number", bool: "true or false", list: "a list",
-               (float, int): "a number"}
+               (float, int): "a number", dict: "a table ({ key = value, ... })"}
+_SLOT_NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"
 
 
 @dataclass
@@ -157,6 +162,8 @@ def _check_own_values(tool: str, params: dict, index: int, label: str, where: "_
         for item in params.get("set", []):
             if not isinstance(item, str) or "=" not in item:
                 raise fault("set", f"must list \"key=value\" texts, and {item!r} is not one")
+        if "staging" in params:
+            _check_staging(params, fault)
     for key in ("devices",):
         if key in params and not all(isinstance(d, str) and d for d in params[key]):
             raise fault(key, "must list device names (as `workbench device list` shows them)")
@@ -169,6 +176,29 @@ def _check_own_values(tool: str, params: dict, index: int, label: str, where: "_
         for key, value in params.items():
             if value < 0:
                 raise fault(key, f"must not be negative, not {value}")
+
+
+def _check_staging(params: dict, fault) -> None:
+    staging = params["staging"]
+    for key, value in staging.items():
+        if key not in STAGING_KEYS:
+            close = _close(key, STAGING_KEYS).rstrip(".")
+            raise fault("staging", f"has no key {key!r} (it takes {', '.join(STAGING_KEYS)}{close})")
+        expected = STAGING_KEYS[key]
+        if not isinstance(value, expected) or (isinstance(value, bool) and expected is not bool):
+            raise fault("staging", f"needs {key} to be {_TYPE_WORDS[expected]}, not {value!r}")
+    devices = staging.get("devices")
+    if not devices or not all(isinstance(d, str) and d for d in devices):
+        raise fault("staging", "needs devices = [\"name\", ...], the devices whose slot gets the "
+                    "checkpoints (as `workbench device list` shows them)")
+    if staging.get("every", 1) < 1:
+        raise fault("staging", f"needs every to be at least 1 epoch, not {staging['every']}")
+    if "slot" in staging and not re.fullmatch(_SLOT_NAME, staging["slot"]):
+        raise fault("staging", f"needs slot to be a slot name of letters, digits, '.', '_' or '-', "
+                    f"not {staging['slot']!r}")
+    if params.get("cluster"):
+        raise fault("staging", "follows runs on this machine only, and this step trains on cluster "
+                    f"{params['cluster']!r}: leave one of them out")
 
 
 def _check_tool_params(spec, params: dict, index: int, label: str, where: "_Lines") -> None:

@@ -5,6 +5,7 @@ raises PipelineError saying why it failed; each honours ``StepContext.stop_reque
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,20 +95,27 @@ def train_step(params: dict, context: StepContext) -> dict:
         raise PipelineError(f"the training run did not start: {exc}") from None
     context.note({"run_id": run.id, "from_version": from_version or ""})
     context.say(f"run {run.id}" + (f", fine-tuning model version {from_version}" if from_version else ""))
-    stopping = False
-    while True:
-        try:
-            info = service.wait(run.id, timeout=POLL_S)
-        except KeyboardInterrupt:
-            # The trainer has a process group of its own, so Ctrl+C reached only this process.
-            service.stop(run.id)
-            raise StepStopped(f"interrupted (Ctrl+C); run {run.id} was asked to stop") from None
-        if not info.is_active:
-            break
-        if context.stop_requested() and not stopping:
-            stopping = True
-            context.say(f"stopping run {run.id}")
-            service.stop(run.id)
+    staging = StagingBeside.start(params.get("staging"), run.id, context)
+    stopping, info = False, None
+    try:
+        while True:
+            try:
+                info = service.wait(run.id, timeout=POLL_S)
+            except KeyboardInterrupt:
+                # The trainer has a process group of its own, so Ctrl+C reached only this process.
+                service.stop(run.id)
+                raise StepStopped(f"interrupted (Ctrl+C); run {run.id} was asked to stop") from None
+            if not info.is_active:
+                break
+            if context.stop_requested() and not stopping:
+                stopping = True
+                context.say(f"stopping run {run.id}")
+                service.stop(run.id)
+    finally:
+        # A step stopped or interrupted pushes nothing more; a run that ended gets its last push.
+        staged = staging.finish(cancel=stopping or info is None or info.is_active) if staging else None
+    if staged is not None:
+        context.note({"staging": staged})
     if stopping:
         raise StepStopped(f"stopped on request; run {info.id} ended {info.state}")
     if info.state != "completed":
@@ -120,9 +128,55 @@ def train_step(params: dict, context: StepContext) -> dict:
     metric = context.versions.settings.metric
     shown = f"{metric}={model.metrics[metric]:.4g}" if isinstance(model.metrics.get(metric), (int, float)) else ""
     context.say(f"model version {model.name}" + (f": {shown}" if shown else ""))
-    return {"run_id": info.id, "model_version": model.name, "metrics": model.metrics,
-            "from_version": from_version or "",
-            "model_file": str(context.versions.models.weights_path(model.name))}
+    outputs = {"run_id": info.id, "model_version": model.name, "metrics": model.metrics,
+               "from_version": from_version or "",
+               "model_file": str(context.versions.models.weights_path(model.name))}
+    if staged is not None:
+        outputs["staging"] = staged
+    return outputs
+
+
+class StagingBeside:
+    """The train step's ``staging = { devices, every, quantize, slot }``: a StagingFollower
+    (workbench.device.staging) in a thread beside the run, pushing its checkpoints to a device
+    slot. Its failures are lines of the step's log, never the step's failure: training goes on."""
+
+    def __init__(self, follower, thread: threading.Thread, ended: threading.Event, result: dict):
+        self.follower, self.thread, self.ended, self.result = follower, thread, ended, result
+
+    @classmethod
+    def start(cls, declared: dict | None, run_id: str, context: StepContext) -> "StagingBeside | None":
+        if not declared:
+            return None
+        from workbench.device.errors import DeviceError
+        from workbench.device.staging import (DEFAULT_STAGING_SLOT, StagingFollower, StagingPlan,
+                                              declared_tool_params)
+
+        plan = StagingPlan(list(declared.get("devices") or []), int(declared.get("every", 1)),
+                           bool(declared.get("quantize", False)),
+                           str(declared.get("slot", DEFAULT_STAGING_SLOT)),
+                           declared_tool_params(context.project_dir, "convert"),
+                           declared_tool_params(context.project_dir, "quantize"))
+        try:
+            follower = StagingFollower(context.project_dir, run_id, plan, context.say)
+        except DeviceError as exc:
+            context.say(f"staging: run {run_id}'s checkpoints are not pushed: {exc}")
+            return None
+        context.say(f"staging: every {plan.every} epoch(s) to slot {plan.slot} of {', '.join(plan.devices)}")
+        ended, result = threading.Event(), {}
+        thread = threading.Thread(target=lambda: result.update(report=follower.follow(ended.is_set)),
+                                  name=f"staging-{run_id}", daemon=True)
+        thread.start()
+        return cls(follower, thread, ended, result)
+
+    def finish(self, cancel: bool) -> dict:
+        """Once the run ended: the last push done (none when ``cancel``); what was pushed."""
+        if cancel:
+            self.follower.cancel()
+        self.ended.set()
+        self.thread.join()
+        report = self.result.get("report") or self.follower.report
+        return report.to_json()
 
 
 def model_tool_step(tool: str, params: dict, context: StepContext) -> dict:
