@@ -152,6 +152,9 @@ def test_a_periodic_trigger_starts_iterations_and_a_second_watcher_is_refused(tm
     _wait_for(lambda: json.loads(_watch(project, "--status", "--json").stdout)["last_trigger"].get("iteration"),
               what="the status to name the iteration the trigger started")
 
+    text = _watch(project, "--status").stdout
+    assert f"trigger watcher: pid {pid}, since " in text and ", started by `workbench pipeline watch --detach`" in text
+    assert "last trigger " in text and ": every: every 1s → `pipeline start` iteration 0" in text
     stopped = _watch(project, "--stop")
     assert stopped.returncode == 0 and f"stopped the trigger watcher (pid {pid})" in stopped.stdout
     assert not is_locked(project / "registry" / "pipeline" / ".watcher.lock")

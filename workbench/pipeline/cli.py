@@ -228,12 +228,14 @@ def watcher_text(state: dict) -> str:
                  + (f" (the last one, pid {state['pid']}, ended {_when(state.get('ended_at'))})"
                     if state.get("pid") and state.get("ended_at") else "")]
     else:
-        lines = [f"trigger watcher: pid {state['pid']}, since {_when(state.get('since'))}"]
+        lines = [f"trigger watcher: pid {state['pid']}, since {_when(state.get('since'))}"
+                 + (f", started by {state['started_by']}" if state.get("started_by") else "")]
         lines += [f"  trigger: {line}" for line in state.get("triggers", [])]
         lines += [f"  next {name}: {_when(moment)}" for name, moment in (state.get("next_due") or {}).items()]
     last = state.get("last_trigger")
     if last:
-        lines.append(f"  last trigger {_when(last.get('at'))}: {last.get('reason')} → `pipeline {last.get('command')}` "
+        lines.append(f"  last trigger {_when(last.get('at'))}: {last.get('kind', '')}"
+                     f"{': ' if last.get('kind') else ''}{last.get('reason')} → `pipeline {last.get('command')}` "
                      f"iteration {last.get('iteration') or '(none)'}, {last.get('state')}")
     lines.append(f"  log: {state['log']}")
     return "\n".join(lines)
