@@ -12,17 +12,24 @@ longer want).
 The slots are recorded in ``<data>/slots.json`` (written atomically, before the switch); an
 agent that starts loads each slot's model again. A slot whose model cannot be loaded then is
 kept, serves nothing, and says why in ``slot.list`` until a deploy replaces its model.
+
+A deploy must not slow the requests the slot serves meanwhile. On a device with few CPUs the
+requests' threads wait for a CPU (and for the interpreter's lock) while the deploy loads and
+warms the new model, so that work runs on a thread of its own at a lower scheduling priority,
+and gives the interpreter's lock up between its steps. An old model is closed on a thread of
+its own too: never by the request that was its last user, whose reply would wait for it.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import threading
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from workbench_device.atomic import replace_file
 from workbench_device.bench import random_inputs
@@ -36,6 +43,9 @@ MAX_SLOTS = 32
 DEFAULT_WARM_RUNS = 3
 MAX_WARM_RUNS = 100000
 MAX_THREADS = 256
+# How much less of a CPU the thread that loads and warms a deployed model asks for than the
+# threads that serve requests (a nice value, added to the agent's).
+LOADER_NICENESS = 10
 _SLOT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
@@ -192,21 +202,11 @@ class SlotRegistry:
     def _deploy(self, slot: Slot, sha256: str, model_name: str, warm_runs: int, runtime: str,
                 threads: int) -> Dict[str, Any]:
         path = self.store.model_file(sha256)
+        model, warm_ms = _in_loader_thread(
+            lambda: self._load_and_warm(slot, path, sha256, model_name, warm_runs, runtime,
+                                        threads),
+            lower_priority=threads == 1)
         try:
-            model = load_model(runtime, path, sha256, model_name, threads)
-        except ProtocolError as exc:
-            raise ProtocolError(exc.code, f"{exc.message}; slot {slot.name} keeps its model") \
-                from None
-        try:
-            warm_start = time.perf_counter()
-            for run in range(warm_runs):
-                try:
-                    model.run(random_inputs(model, seed=run))
-                except ProtocolError as exc:
-                    raise ProtocolError(Err.RUNTIME, f"the model {sha256[:12]}… loaded but its "
-                                        f"warm-up run failed ({exc.message}); slot {slot.name} "
-                                        "keeps its model") from None
-            warm_ms = (time.perf_counter() - warm_start) * 1000.0
             with self._record_lock:
                 switched_at = time.time()
                 records = self._records()
@@ -231,15 +231,41 @@ class SlotRegistry:
                 "warm_runs": warm_runs, "switched_at": switched_at, "runtime": runtime,
                 "inputs": model.inputs, "outputs": model.outputs}
 
+    @staticmethod
+    def _load_and_warm(slot: Slot, path: Path, sha256: str, model_name: str, warm_runs: int,
+                       runtime: str, threads: int) -> Tuple[LoadedModel, float]:
+        """The model loaded and run ``warm_runs`` times, and the warm-up's milliseconds."""
+        try:
+            model = load_model(runtime, path, sha256, model_name, threads)
+        except ProtocolError as exc:
+            raise ProtocolError(exc.code, f"{exc.message}; slot {slot.name} keeps its model") \
+                from None
+        try:
+            warm_start = time.perf_counter()
+            for run in range(warm_runs):
+                # Lets go of the interpreter's lock between runs, so a request's thread that
+                # waits for it need not wait for the switch interval (5 ms) to force it.
+                time.sleep(0)
+                try:
+                    model.run(random_inputs(model, seed=run))
+                except ProtocolError as exc:
+                    raise ProtocolError(Err.RUNTIME, f"the model {sha256[:12]}… loaded but its "
+                                        f"warm-up run failed ({exc.message}); slot {slot.name} "
+                                        "keeps its model") from None
+            return model, (time.perf_counter() - warm_start) * 1000.0
+        except BaseException:
+            model.close()
+            raise
+
     def _retire(self, deployment: Deployment) -> None:
-        """Close ``deployment``'s model now when no request uses it, else when the last one
-        is done."""
+        """Close ``deployment``'s model once no request uses it: now when none does, else when
+        the last one is done (on a thread of its own either way)."""
         with self._lock:
             deployment.retired = True
             close = deployment.users == 0 and not deployment.closed
             deployment.closed = deployment.closed or close
         if close:
-            deployment.model.close()
+            _close_aside(deployment.model)
 
     def remove(self, name: Any) -> Dict[str, Any]:
         name = check_slot_name(name)
@@ -290,7 +316,7 @@ class SlotRegistry:
                 close = deployment.retired and deployment.users == 0 and not deployment.closed
                 deployment.closed = deployment.closed or close
             if close:
-                deployment.model.close()
+                _close_aside(deployment.model)
 
     def list(self) -> List[Dict[str, Any]]:
         with self._lock:
@@ -327,6 +353,49 @@ class SlotRegistry:
             raise ProtocolError(Err.INTERNAL, f"cannot record the slots in {self.path} "
                                               f"({exc.strerror or exc}); nothing was changed") \
                 from None
+
+
+def _in_loader_thread(work: Callable[[], Any], lower_priority: bool) -> Any:
+    """What ``work()`` returns (or raises), run on a thread of its own; with ``lower_priority``
+    that thread asks the system for less CPU than the requests' threads.
+
+    Only a model of one thread is loaded at a lower priority: a runtime's own worker threads,
+    made while the model loads, would inherit it and serve every later request with it."""
+    outcome: Dict[str, Any] = {}
+
+    def run() -> None:
+        if lower_priority:
+            _lower_this_threads_priority()
+        try:
+            outcome["value"] = work()
+        except BaseException as exc:  # raised again on the deploy's own thread
+            outcome["error"] = exc
+
+    loader = threading.Thread(target=run, name="wb-slot-loader", daemon=True)
+    loader.start()
+    loader.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def _lower_this_threads_priority() -> None:
+    """Raise the calling thread's nice value by LOADER_NICENESS (Linux and Android set it per
+    thread: the thread's native id names it); where the system cannot, nothing changes."""
+    if not hasattr(os, "setpriority") or not hasattr(threading, "get_native_id"):
+        return
+    try:
+        thread = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, thread,
+                       os.getpriority(os.PRIO_PROCESS, thread) + LOADER_NICENESS)
+    except OSError as exc:
+        log.debug("the model loader keeps its priority: %s", exc)
+
+
+def _close_aside(model: LoadedModel) -> None:
+    """Close ``model`` on a thread of its own: freeing a runtime's session takes a while, which
+    neither a request's reply nor a deploy's should wait for."""
+    threading.Thread(target=model.close, name="wb-slot-release", daemon=True).start()
 
 
 def _count(value: Any, name: str, default: int, minimum: int, maximum: int) -> int:

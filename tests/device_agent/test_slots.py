@@ -3,15 +3,13 @@ load, slots across a restart of the agent process; real agents, real onnxruntime
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import threading
 import time
 
 import numpy as np
 import pytest
 
+from tests.services.device_agent import AgentProcess, free_port
 from workbench_device.client import DeviceClient
 from workbench_device.inference import InferenceClient
 from workbench_device.protocol import Err, Msg, RemoteError
@@ -131,6 +129,53 @@ def test_a_second_deploy_of_a_slot_under_way_is_refused_busy(host):
     assert outcome["model"] == second and outcome["previous"] == first
 
 
+def slow_to_load_onnx_bytes(nodes: int = 30000) -> bytes:
+    """A small file that onnxruntime takes long to load (a second or more here): a chain of
+    ``nodes`` Sin and Cos nodes, x float32 [batch, 4] in, y out, each of which its graph
+    optimiser visits."""
+    from onnx import TensorProto, helper
+
+    chain, previous = [], "x"
+    for index in range(nodes):
+        chain.append(helper.make_node("Sin" if index % 2 else "Cos", [previous], [f"t{index}"]))
+        previous = f"t{index}"
+    chain.append(helper.make_node("Identity", [previous], ["y"]))
+    graph = helper.make_graph(
+        chain, "slow", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model.SerializeToString()
+
+
+def test_requests_during_a_slow_load_are_answered_by_the_old_model_before_the_load_ends(
+        slot_agent, host):
+    first = host.push_model(tiny_onnx_bytes(), name="first.onnx").sha256
+    slow = host.push_model(slow_to_load_onnx_bytes(), name="slow.onnx").sha256
+    host.deploy_slot("classifier", first)
+    watcher = connect_like(host)
+    outcome = {}
+    deploying = threading.Thread(target=lambda: outcome.update(
+        host.deploy_slot("classifier", slow, warm_runs=0)))
+    deploying.start()
+    try:
+        assert wait_until(lambda: watcher.list_slots()[0]["deploying"] == slow, 30)
+        with InferenceClient(port=slot_agent.inference_port) as app:
+            answers = [app.run_detailed("classifier", {"x": X}) for _ in range(5)]
+            answered_at = time.time()
+        still_loading = watcher.list_slots()[0]["deploying"] == slow
+    finally:
+        deploying.join(120)
+        watcher.close()
+    assert [answer.model for answer in answers] == [first] * 5
+    np.testing.assert_allclose(answers[-1].outputs["y"], reference(X), rtol=1e-6)
+    # Without warm-up runs the switch follows the load at once: the requests were answered
+    # while it went on, not after it.
+    assert still_loading and answered_at < outcome["switched_at"]
+    assert outcome["model"] == slow and outcome["previous"] == first and outcome["warm_runs"] == 0
+    assert host.run_slot("classifier", {"x": X})[1] == slow
+
+
 def connect_like(client: DeviceClient) -> DeviceClient:
     """Another connection of the host ``client`` is connected as."""
     other = DeviceClient(client.host, client.port, identity=client.identity,
@@ -189,31 +234,13 @@ def test_swaps_under_a_steady_stream_of_requests_fail_none(slot_agent, host):
 
 # --- a real agent process, restarted ---
 
-class AgentProcess:
-    """``python -m workbench_device`` on a free port with the inference endpoint on
-    ``inference_port``; the JSON line it announces itself with."""
-
-    def __init__(self, data_dir, inference_port: int):
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "workbench_device", "--port", "0", "--data-dir",
-             str(data_dir), "--no-mdns", "--json", "--inference-port", str(inference_port)],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        self.announced = json.loads(self.process.stdout.readline())
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+def agent_process(data_dir, inference_port: int) -> AgentProcess:
+    return AgentProcess(data_dir, "Slot Phone", False, "--inference-port", str(inference_port))
 
 
 def test_slots_survive_a_restart_of_the_agent_process(tmp_path):
-    from tests.device.conftest import free_port
-
     port = free_port()
-    agent = AgentProcess(tmp_path / "agent", port)
+    agent = agent_process(tmp_path / "agent", port)
     app = InferenceClient(port=port)
     try:
         assert agent.announced["inference_port"] == port and agent.announced["protocol"] == 4
@@ -228,7 +255,7 @@ def test_slots_survive_a_restart_of_the_agent_process(tmp_path):
             deployed = host.deploy_slot("detector", second)
         assert app.run_detailed("detector", {"x": X}).model == second
         agent.stop()
-        agent = AgentProcess(tmp_path / "agent", port)
+        agent = agent_process(tmp_path / "agent", port)
         # The same client: its connection dropped with the agent, it connects again once.
         answer = app.run_detailed("detector", {"x": X})
         assert answer.model == second and app.reconnects == 1
