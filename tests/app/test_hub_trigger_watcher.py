@@ -71,6 +71,14 @@ def test_opening_a_project_with_triggers_starts_one_watcher_that_outlives_its_wi
     wait_until(lambda: not is_alive(window["pid"]), 30, 0.1, "the window to close")
     assert is_alive(pid) and watcher_status(watched)["running"] and watcher_status(watched)["pid"] == pid
 
+    # Opened again: the hub asks again, and the watcher's lock keeps the one that runs.
+    workbench.run("open", str(watched))
+    workbench.wait_for_project(watched)
+    on_open = watched / ".workbench" / "pipeline" / "watcher-on-open.log"
+    wait_until(lambda: f"a trigger watcher already runs (pid {pid}); it goes on" in on_open.read_text(),
+               60, 0.2, "the second start on opening to find the watcher running")
+    assert watcher_status(watched)["pid"] == pid and watcher_status(watched)["running"]
+
 
 def test_a_project_that_opted_out_is_left_alone_by_the_start_on_opening(projects):
     opted_out = projects["opted_out"]
