@@ -34,7 +34,13 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from workbench_device.atomic import replace_file
 from workbench_device.bench import random_inputs
 from workbench_device.protocol import Err, ProtocolError, check_sha256
-from workbench_device.runtimes import ONNXRUNTIME, LoadedModel, check_runtime, load_model
+from workbench_device.runtimes import (
+    ONNXRUNTIME,
+    LoadedModel,
+    check_runtime,
+    import_runtime,
+    load_model,
+)
 
 log = logging.getLogger(__name__)
 
@@ -202,6 +208,7 @@ class SlotRegistry:
     def _deploy(self, slot: Slot, sha256: str, model_name: str, warm_runs: int, runtime: str,
                 threads: int) -> Dict[str, Any]:
         path = self.store.model_file(sha256)
+        import_runtime(runtime)  # at the agent's priority, not the loader's
         model, warm_ms = _in_loader_thread(
             lambda: self._load_and_warm(slot, path, sha256, model_name, warm_runs, runtime,
                                         threads),
