@@ -7,13 +7,14 @@ run completes; a bad ``staging`` declaration is one error naming its line; and
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from tests.device.conftest import free_port, run_cli
 from workbench.device.deploy import list_slots
 from workbench.device.link import pair_device
-from workbench.device.staging import StagingFollower, StagingPlan
+from workbench.device.staging import StagingFollower, StagingPlan, declared_tool_params, stage_run
 from workbench.pipeline import PipelineService
 from workbench.pipeline.errors import PipelineError
 from workbench.platform.file_hashes import hash_file
@@ -178,3 +179,28 @@ def test_the_stage_command_pushes_the_last_checkpoint_of_a_run_that_ended(digits
     assert failed.returncode == 1
     assert f"error: the last staging push of run {run.id} did not switch slot staging" in failed.stderr
     assert agent.address in failed.stderr
+
+
+def test_a_staged_checkpoint_is_converted_and_quantized_with_the_declared_steps_parameters(
+        digits_project, start_agent):
+    agent = slot_agent(start_agent, "Quantized Phone")
+    pair_device(agent.address, agent.code)
+    declare(digits_project, '\n[[pipeline.steps]]\ntool = "train"\n'
+            '\n[[pipeline.steps]]\ntool = "convert"\nopset = 17\nverify_samples = 2\n'
+            '\n[[pipeline.steps]]\ntool = "quantize"\nmode = "dynamic"\nsamples = 50\nrepeats = 0\n')
+    runs = RunService(digits_project)
+    run = runs.start(None, ["num_epochs=2"], register=False)
+    assert runs.wait(run.id, timeout=300).state == "completed"
+    plan = StagingPlan([agent.address], every=1, quantize=True,
+                       convert=declared_tool_params(digits_project, "convert"),
+                       quantize_params=declared_tool_params(digits_project, "quantize"))
+    report = stage_run(digits_project, run.id, plan)
+    [push] = report.pushes
+    assert (push.epoch, push.state) == (2, "switched"), report.to_text()
+    model = Path(push.model)
+    assert model.name == f"{run.id}-epoch0002.dynamic-int8.onnx"  # the quantize tool's own name
+    import onnx
+
+    float_model = onnx.load(str(model.with_name(f"{run.id}-epoch0002.onnx")))
+    assert [o.version for o in float_model.opset_import if o.domain in ("", "ai.onnx")] == [17]
+    assert served_model(agent) == hash_file(model) == push.sha256

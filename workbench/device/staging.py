@@ -89,7 +89,8 @@ def declared_tool_params(project_dir: Path | str, tool: str) -> dict:
     steps = (settings.get("pipeline") or {}).get("steps") if isinstance(settings.get("pipeline"), dict) else None
     for step in steps if isinstance(steps, list) else []:
         if isinstance(step, dict) and step.get("tool") == tool:
-            return {key: value for key, value in step.items() if key != "tool"}
+            # The model and its output are the staging's own, as they are the pipeline's.
+            return {key: value for key, value in step.items() if key not in ("tool", "model", "output")}
     return {}
 
 
@@ -382,21 +383,21 @@ class StagingFollower:
         push.reason = "; ".join(f"{o.device} {o.state}: {o.reason}" for o in missed)
 
     def _export(self, folder: Path, checkpoint: Checkpoint) -> Path:
-        name = f"{self.run_id}-epoch{checkpoint.epoch:04d}"
-        onnx = folder / f"{name}.onnx"
-        run_model_tool("convert", {**self.plan.convert, "model": str(folder / f"{name}.pt"),
-                                   "output": str(onnx)}, self.project_dir, self.token)
-        if not self.plan.quantize:
-            return onnx
-        quantized = folder / f"{name}.int8.onnx"
-        run_model_tool("quantize", {**self.plan.quantize_params, "model": str(onnx),
-                                    "output": str(quantized)}, self.project_dir, self.token)
-        return quantized
+        """The checkpoint converted (and quantized), each tool writing its default output beside
+        its input, as by hand: ``<run>-epochEEEE.onnx``, then e.g. ``<run>-epochEEEE.int8.onnx``."""
+        weights = folder / f"{self.run_id}-epoch{checkpoint.epoch:04d}.pt"
+        model = run_model_tool("convert", {**self.plan.convert, "model": str(weights)},
+                               self.project_dir, self.token)
+        if self.plan.quantize:
+            model = run_model_tool("quantize", {**self.plan.quantize_params, "model": str(model)},
+                                   self.project_dir, self.token)
+        return model
 
 
-def run_model_tool(tool: str, values: dict, project_dir: Path, cancel: CancelToken) -> list[str]:
-    """Run a model tool in its job process, as `workbench model TOOL` does; its output files.
-    DeviceError says why it refused; Cancelled when ``cancel`` ended it."""
+def run_model_tool(tool: str, values: dict, project_dir: Path, cancel: CancelToken) -> Path:
+    """Run a model tool in its job process, as `workbench model TOOL` does; the model it wrote
+    (its first output, as ToolReport has it). DeviceError says why it refused; Cancelled when
+    ``cancel`` ended it."""
     from workbench.modeltools.errors import ModelToolError, ToolCancelled
     from workbench.modeltools.job_client import ToolJob
     from workbench.modeltools.params import ToolInvocation
@@ -418,7 +419,9 @@ def run_model_tool(tool: str, values: dict, project_dir: Path, cancel: CancelTok
     finally:
         if job.poll() is None:
             job.kill()
-    return [str(path) for path in report.outputs]
+    if not report.outputs:
+        raise DeviceError(f"{tool} wrote no model from {Path(values['model']).name}")
+    return Path(report.outputs[0])
 
 
 def stage_run(project_dir: Path | str, run_id: str, plan: StagingPlan,
