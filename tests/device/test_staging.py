@@ -204,3 +204,20 @@ def test_a_staged_checkpoint_is_converted_and_quantized_with_the_declared_steps_
     float_model = onnx.load(str(model.with_name(f"{run.id}-epoch0002.onnx")))
     assert [o.version for o in float_model.opset_import if o.domain in ("", "ai.onnx")] == [17]
     assert served_model(agent) == hash_file(model) == push.sha256
+
+
+def test_of_several_checkpoints_due_at_one_look_only_the_newest_is_pushed(digits_project,
+                                                                          start_agent):
+    agent = slot_agent(start_agent, "Newest Phone")
+    pair_device(agent.address, agent.code)
+    runs = RunService(digits_project)
+    run = runs.start(None, ["num_epochs=4"], register=False)
+    assert runs.wait(run.id, timeout=300).state == "completed"
+    kept = sorted(p.name for p in (digits_project / "runs" / run.id / "checkpoints").glob("step-*.pt"))
+    assert len(kept) >= 3  # epochs 2, 3 and 4 are all there, each due with every = 1
+    looks = iter([False])  # the first look sees the run still going, the next one ended
+    follower = StagingFollower(digits_project, run.id, StagingPlan([agent.address], every=1))
+    report = follower.follow(lambda: next(looks, True))
+    assert [(p.epoch, p.state) for p in report.pushes] == [(4, "switched")], report.to_text()
+    assert served_model(agent) == report.pushes[0].sha256
+    assert [e["staging"]["epoch"] for e in staging_log(digits_project)] == [4]
