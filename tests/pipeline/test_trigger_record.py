@@ -67,7 +67,8 @@ def test_a_start_and_a_resume_by_hand_are_recorded_and_shown(tmp_path):
     assert json.loads(_pipeline("status", str(project), "--json").stdout)["resumes"][0]["reason"] == \
         "a gate eased by hand"
     listed = _pipeline("list", str(project))
-    assert listed.stdout.splitlines()[0].split()[:2] == ["0000", "failed"]
+    assert listed.stdout.splitlines()[0].split()[:3] == ["ITER", "STATE", "STARTED"]
+    assert listed.stdout.splitlines()[1].split()[:2] == ["0000", "failed"]
     assert "manual, resumed 1x" in listed.stdout
     summary = json.loads(_pipeline("list", str(project), "--json").stdout)[0]
     assert summary["trigger"]["kind"] == "manual" and len(summary["resumes"]) == 1
@@ -83,7 +84,7 @@ def test_a_record_from_before_triggers_still_reads(tmp_path):
     iteration = PipelineService(project).get("0000")
     assert iteration.trigger == {} and iteration.resumes == []
     assert "started by unknown (recorded before iterations kept their trigger)" in _pipeline("status", str(project)).stdout
-    assert _pipeline("list", str(project)).stdout.split()[:5][-1] == "-"
+    assert _pipeline("list", str(project)).stdout.splitlines()[1].split()[4] == "-"  # started by: not known
 
 
 def test_a_trigger_kind_the_command_does_not_know_is_refused_before_anything_runs(tmp_path):

@@ -129,6 +129,9 @@ def test_a_periodic_trigger_starts_iterations_and_a_second_watcher_is_refused(tm
     assert started.returncode == 0, started.stderr
     pid = json.loads(started.stdout)["pid"]
     assert json.loads(started.stdout)["started"] is True
+    # Asked right after the start, the status already says since when and what it watches.
+    status = json.loads(_watch(project, "--status", "--json").stdout)
+    assert status["running"] and status["since"] and status["triggers"] == ["every 1s"]
 
     _wait_for(lambda: _iteration_state(project, "0000") == "done", what="the first iteration to be done")
     service = PipelineService(project)

@@ -132,11 +132,28 @@ def status_command(project: Path | None, version: str | None, as_json: bool) -> 
 def list_command(project: Path | None, as_json: bool) -> None:
     """Every iteration, oldest first."""
     with _pipeline_errors(as_json):
-        iterations = _service(project).list()
-    rows = [f"{it.version}  {it.state:<8} {_when(it.started_at)}  {_started_by(it):<13} "
-            + " ".join(f"{step.tool}:{step.state}" for step in it.steps)
-            + (f"  {it.error}" if it.error else "") for it in iterations]
-    emit([_summary(it) for it in iterations], as_json, "\n".join(rows) or "no iterations yet")
+        service = _service(project)
+        iterations, metric = service.list(), service.versions.settings.metric
+    rows = [_list_row(it, metric) for it in iterations]
+    header = f"{'ITER':<5} {'STATE':<8} {'STARTED':<16} {'STARTED BY':<22} {'DATASET':<20} {'MODEL':<20} GATES"
+    emit([_summary(it) for it in iterations], as_json, "\n".join([header, *rows]) if rows else "no iterations yet")
+
+
+def _list_row(iteration, metric: str) -> str:
+    """One line of ``pipeline list``: what the iteration cut, trained and found at its gates."""
+    dataset = iteration.output("dataset_version")
+    samples = iteration.output("samples")
+    dataset_text = f"{dataset} · {samples:,} samples" if dataset and isinstance(samples, int) else (dataset or "-")
+    model = iteration.output("model_version")
+    value = (iteration.output("metrics") or {}).get(metric)
+    model_text = (f"{model} {metric}={value:.4f}" if model and isinstance(value, (int, float)) else (model or "-"))
+    gates = iteration.gates
+    failed = [gate for gate in gates if not gate.get("passed")]
+    gates_text = (f"{len(failed)} of {len(gates)} failed" if failed else f"{len(gates)} passed") if gates else "-"
+    started = time.strftime("%Y-%m-%d %H:%M", time.localtime(iteration.started_at)) if iteration.started_at else "-"
+    row = (f"{iteration.version:<5} {iteration.state:<8} {started:<16} {_started_by(iteration):<22} "
+           f"{dataset_text:<20} {model_text:<20} {gates_text}")
+    return row + (f"\n      {iteration.error}" if iteration.error and iteration.state != "done" else "")
 
 
 def _summary(iteration) -> dict:
@@ -231,7 +248,11 @@ def watcher_text(state: dict) -> str:
         lines = [f"trigger watcher: pid {state['pid']}, since {_when(state.get('since'))}"
                  + (f", started by {state['started_by']}" if state.get("started_by") else "")]
         lines += [f"  trigger: {line}" for line in state.get("triggers", [])]
-        lines += [f"  next {name}: {_when(moment)}" for name, moment in (state.get("next_due") or {}).items()]
+        busy = (state.get("iteration") or {}).get("version")
+        for name, moment in (state.get("next_due") or {}).items():
+            # A trigger that came due while an iteration runs waits for its end.
+            waits = busy and moment and moment <= time.time()
+            lines.append(f"  next {name}: " + (f"once iteration {busy} has ended" if waits else _when(moment)))
     last = state.get("last_trigger")
     if last:
         lines.append(f"  last trigger {_when(last.get('at'))}: {last.get('kind', '')}"

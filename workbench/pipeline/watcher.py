@@ -150,6 +150,7 @@ class TriggerWatcher:
         self._waiting_logged = False
         self._stop = False
         self.state: dict = {}
+        self._written = ""
 
     # --- the process ---------------------------------------------------------------------
 
@@ -173,6 +174,8 @@ class TriggerWatcher:
                       "last_fired": previous.get("last_fired", {}), "last_trigger": previous.get("last_trigger"),
                       "resumed": None, "iteration": None, "ended_at": None}
         self.log(f"watching {self.project_dir} (pid {os.getpid()}): " + "; ".join(self.triggers.describe()))
+        self.state["next_due"] = dict(clock.due)
+        self._write_state()  # so that a status asked right after the start sees since and triggers
         try:
             self._resume_interrupted()
             while not self._stop:
@@ -327,7 +330,12 @@ class TriggerWatcher:
             self.state["iteration"] = {"pid": self.child.pid, "version": self.state["last_trigger"].get("iteration")}
         else:
             self.state["iteration"] = None
-        write_text_atomically(self.state_path, json.dumps(self.state, indent=2))
+        text = json.dumps(self.state, indent=2)
+        # Written only when it changed: a window follows this folder, and a write every tick
+        # would make it read every iteration again once a second.
+        if text != self._written:
+            write_text_atomically(self.state_path, text)
+            self._written = text
 
     def _leave(self) -> None:
         self._follow_child()

@@ -14,20 +14,27 @@ OUTPUT_KEYS_SHOWN = ("dataset_version", "samples", "run_id", "model_version", "a
 """The outputs a step's line names, in this order (the others are in its details)."""
 
 
+# What a run logs beside its metrics: counters and the schedule, not a model's quality.
+BOOKKEEPING = frozenset({"step", "epoch", "lr", "learning_rate"})
+
+
 def iteration_metrics(iteration: Iteration) -> dict[str, float]:
     """The numeric metrics of the model version the iteration trained."""
     metrics = iteration.output("metrics") or {}
     return {name: float(value) for name, value in metrics.items()
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and name != "step"}
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and name not in BOOKKEEPING}
 
 
 def metric_names(iterations: list[Iteration], preferred: str = "") -> list[str]:
-    """Every metric some iteration has, ``preferred`` (the project's metric) first."""
-    names = sorted({name for iteration in iterations for name in iteration_metrics(iteration)})
-    if preferred in names:
-        names.remove(preferred)
-        names.insert(0, preferred)
-    return names
+    """Every metric some iteration has: ``preferred`` (the project's metric) first, then the
+    held-out ones (test_, then val_), then what training logged."""
+    names = {name for iteration in iterations for name in iteration_metrics(iteration)}
+
+    def rank(name: str) -> tuple[int, str]:
+        order = 0 if name == preferred else 1 if name.startswith("test_") else 2 if name.startswith("val_") else 3
+        return order, name
+
+    return sorted(names, key=rank)
 
 
 def trend_points(iterations: list[Iteration], metric: str) -> tuple[list[int], list[float], list[bool]]:
