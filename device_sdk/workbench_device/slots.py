@@ -208,7 +208,11 @@ class SlotRegistry:
     def _deploy(self, slot: Slot, sha256: str, model_name: str, warm_runs: int, runtime: str,
                 threads: int) -> Dict[str, Any]:
         path = self.store.model_file(sha256)
-        import_runtime(runtime)  # at the agent's priority, not the loader's
+        try:
+            import_runtime(runtime)  # at the agent's priority, not the loader's
+        except ProtocolError as exc:
+            raise ProtocolError(exc.code, f"{exc.message}; slot {slot.name} keeps its model") \
+                from None
         model, warm_ms = _in_loader_thread(
             lambda: self._load_and_warm(slot, path, sha256, model_name, warm_runs, runtime,
                                         threads),
