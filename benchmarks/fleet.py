@@ -48,7 +48,7 @@ import numpy as np  # noqa: E402
 
 from goals import print_with_goals  # noqa: E402
 from hot_swap import SLOT, app_input, mlp_onnx, reference_outputs  # noqa: E402
-from tests.services.device_agent import AgentProcess, free_port  # noqa: E402
+from tests.services.device_agent import AgentProcess  # noqa: E402
 
 GOALS = {"fleet_failed_requests": ("<=", 0), "fleet_deploy_ratio": ("<=", 4.0)}
 
@@ -108,7 +108,7 @@ def figures(agents: int, interval: float, folder: Path) -> dict:
     project = make_project(folder)
     # Started all at once, then waited for: each takes a while to import and listen.
     fleet = [AgentProcess(folder / f"agent{index:02d}" / "data", f"Fleet Device {index:02d}",
-                          False, "--inference-port", str(free_port()), wait=False)
+                          wait=False, inference_port=True)
              for index in range(agents)]
     try:
         for agent in fleet:

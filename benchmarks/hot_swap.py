@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import numpy as np  # noqa: E402
 
 from goals import print_with_goals  # noqa: E402
-from tests.services.device_agent import AgentProcess, free_port  # noqa: E402
+from tests.services.device_agent import AgentProcess  # noqa: E402
 from workbench_device.client import DeviceClient, connect  # noqa: E402
 from workbench_device.tls import load_or_make_identity  # noqa: E402
 
@@ -241,8 +241,7 @@ def main() -> None:
     agent = None
     try:
         identity = load_or_make_identity(folder / "host", HOST_ID)
-        agent = AgentProcess(folder / "agent", "Hot Swap Device", False,
-                             "--inference-port", str(free_port()))
+        agent = AgentProcess(folder / "agent", "Hot Swap Device", inference_port=True)
         with DeviceClient.for_pairing("127.0.0.1", agent.port, identity) as pairing:
             pin = pairing.pair(HOST_ID, "benchmark", agent.code)
         with connect("127.0.0.1", agent.port, HOST_ID, identity, pin, timeout=120) as host:

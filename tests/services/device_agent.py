@@ -24,6 +24,7 @@ from typing import Any, Dict, Optional
 
 DEVICE_SDK = Path(__file__).resolve().parents[2] / "device_sdk"
 START_TIMEOUT_S = 60.0
+START_ATTEMPTS = 3
 
 
 def free_port() -> int:
@@ -36,23 +37,22 @@ def free_port() -> int:
 class AgentProcess:
     """``python -m workbench_device.agent --port 0 --data-dir DATA_DIR --json --name NAME
     [--no-mdns] ARGS…``, started at once; with ``wait`` (the default) the constructor returns
-    once it listens (else call ``wait_listening``, e.g. after starting many)."""
+    once it listens (else call ``wait_listening``, e.g. after starting many). With
+    ``inference_port`` it also serves its inference endpoint on a free port (``--inference-port``
+    takes no 0 for "any": a port found free can be taken before the agent binds it, so the agent
+    is started again on another one, up to ``START_ATTEMPTS`` times)."""
 
     def __init__(self, data_dir: Path, name: str = "Test Phone", mdns: bool = False,
-                 *args: str, wait: bool = True):
+                 *args: str, wait: bool = True, inference_port: bool = False):
         self.data_dir = Path(data_dir).resolve()
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        command = [sys.executable, "-m", "workbench_device.agent", "--port", "0", "--data-dir",
-                   str(self.data_dir), "--json", "--name", name, *args]
+        self._command = [sys.executable, "-m", "workbench_device.agent", "--port", "0",
+                         "--data-dir", str(self.data_dir), "--json", "--name", name, *args]
         if not mdns:
-            command.append("--no-mdns")
+            self._command.append("--no-mdns")
+        self._with_inference = inference_port
         self.stderr_path = self.data_dir.parent / f"{self.data_dir.name}.stderr"
         self._stderr = open(self.stderr_path, "w")
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self._stderr,
-                                        stdin=subprocess.DEVNULL, text=True,
-                                        cwd=str(DEVICE_SDK))
-        self.lines: "queue.Queue[str]" = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
         self.announced: Dict[str, Any] = {}
         self.port = 0
         self.inference_port: Optional[int] = None
@@ -60,16 +60,40 @@ class AgentProcess:
         self.name = name
         self.fingerprint = ""
         self._code = ""
+        self._launch()
         if wait:
             self.wait_listening()
 
-    def _read(self) -> None:
-        for line in self.process.stdout:
-            self.lines.put(line.rstrip("\n"))
+    def _launch(self) -> None:
+        command = list(self._command)
+        if self._with_inference:
+            command += ["--inference-port", str(free_port())]
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=self._stderr,
+                                        stdin=subprocess.DEVNULL, text=True,
+                                        cwd=str(DEVICE_SDK))
+        self.lines: "queue.Queue[str]" = queue.Queue()
+        threading.Thread(target=self._read, args=(self.process, self.lines),
+                         daemon=True).start()
+
+    @staticmethod
+    def _read(process: subprocess.Popen, lines: "queue.Queue[str]") -> None:
+        for line in process.stdout:
+            lines.put(line.rstrip("\n"))
 
     def wait_listening(self, timeout: float = START_TIMEOUT_S) -> "AgentProcess":
         """Wait for the agent's ``listening`` line and take its address and pairing code."""
-        listening = self._next_event("listening", timeout)
+        for attempt in range(1, START_ATTEMPTS + 1):
+            try:
+                listening = self._next_event("listening", timeout)
+                break
+            except AssertionError:
+                taken = "cannot listen" in self.stderr_path.read_text()
+                if not (self._with_inference and taken and self.process.poll() is not None
+                        and attempt < START_ATTEMPTS):
+                    raise
+                self._stderr.seek(0)
+                self._stderr.truncate()
+                self._launch()
         self.announced = listening
         self.port = int(listening["port"])
         self.inference_port = listening.get("inference_port")
@@ -83,8 +107,10 @@ class AgentProcess:
         deadline = time.monotonic() + timeout
         while True:
             try:
-                line = self.lines.get(timeout=max(0.1, deadline - time.monotonic()))
+                line = self.lines.get(timeout=0.2)
             except queue.Empty:
+                if self.process.poll() is None and time.monotonic() < deadline:
+                    continue
                 self._stderr.flush()
                 raise AssertionError(f"the agent printed no {event!r} line; stderr: "
                                      f"{self.stderr_path.read_text()[-2000:]}") from None
