@@ -35,7 +35,7 @@ CAPABILITY_GROUPS: dict[str, str] = {
     "device": "workbench.device.deploy_cli:device_group",  # with the deploy commands
     "init": "workbench.adopt.cli:init_command",
     "dataset": "workbench.registry.cli:dataset_group",
-    "registry": "workbench.registry.cli:registry_group",
+    "registry": "workbench.device.deploy_cli:registry_group",  # its rollback pushes to the devices
     "pipeline": "workbench.pipeline.cli:pipeline_group",
 }
 

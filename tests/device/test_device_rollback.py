@@ -1,5 +1,5 @@
 """Rolling production back on the devices: after deploys of 0000 then 0001 to two real agents,
-a rollback moves production back and both slots serve 0000 again; `workbench registry rollback`
+a rollback moves production back and both slots serve 0000 again; `workbench registry rollback --no-push`
 names the devices that still serve 0001 and `workbench device redeploy` pushes to them; a slot
 serving another version is left alone; a device that is down is named and a redeploy reaches it
 once it is back."""
@@ -78,7 +78,7 @@ def test_a_device_that_is_down_is_named_and_redeploy_reaches_it_once_it_is_back(
     assert production_of(project) == 0
 
 
-def test_registry_rollback_names_the_devices_and_device_redeploy_pushes_to_them(
+def test_registry_rollback_pushes_to_the_devices_and_with_no_push_names_them_for_a_redeploy(
         project, start_agent):  # noqa: F811
     one, two = start_slot_agents(start_agent)
     for agent in (one, two):  # paired by the commands' own keyring
@@ -90,7 +90,7 @@ def test_registry_rollback_names_the_devices_and_device_redeploy_pushes_to_them(
     assert newer.returncode == 0, newer.stderr
 
     rolled = subprocess.run([sys.executable, "-m", "workbench", "registry", "rollback", str(project),
-                             "production", "--json"], capture_output=True, text=True, env=cli_env(),
+                             "production", "--no-push", "--json"], capture_output=True, text=True, env=cli_env(),
                             timeout=120)
     assert rolled.returncode == 0, rolled.stderr
     assert json.loads(rolled.stdout)["to"] == "0000"
@@ -105,14 +105,17 @@ def test_registry_rollback_names_the_devices_and_device_redeploy_pushes_to_them(
     for agent in (one, two):
         assert served(agent)[0] == data["deploys"][0]["sha256"]
 
-    # device rollback does both: production moves back and the slots follow.
-    open_versions(project).models.set_alias("production", 1)
-    assert run_cli("deploy", str(project), "production", *devices).returncode == 0
-    both = run_cli("rollback", str(project), "production", "--json")
-    assert both.returncode == 0, both.stderr
-    data = json.loads(both.stdout)
-    assert data["ok"] and data["move"]["to"] == "0000" and production_of(project) == 0
-    for agent in (one, two):
-        assert served(agent)[0] == data["deploys"][0]["sha256"]
+    # registry rollback (and device rollback, the same command) does both: production moves
+    # back and the slots follow.
+    for command in (["registry", "rollback"], ["device", "rollback"]):
+        open_versions(project).models.set_alias("production", 1)
+        assert run_cli("deploy", str(project), "production", *devices).returncode == 0
+        both = subprocess.run([sys.executable, "-m", "workbench", *command, str(project), "production", "--json"],
+                              capture_output=True, text=True, env=cli_env(), timeout=120)
+        assert both.returncode == 0, both.stderr
+        data = json.loads(both.stdout)
+        assert data["ok"] and data["move"]["to"] == "0000" and production_of(project) == 0
+        for agent in (one, two):
+            assert served(agent)[0] == data["deploys"][0]["sha256"]
     nothing = run_cli("rollback", str(project), "nosuchalias")
     assert nothing.returncode == 1 and "there is no alias 'nosuchalias'" in nothing.stderr

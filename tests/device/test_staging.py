@@ -2,21 +2,23 @@
 ``staging`` switches the device's staging slot at the due epochs and ends with the run's last
 checkpoint there, production untouched; a device that is down is a reported failure while the
 run completes; a bad ``staging`` declaration is one error naming its line; and
-``workbench device stage`` pushes the last checkpoint of a run that ended."""
+``workbench pipeline stage`` pushes the last checkpoint of a run that ended."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.device.conftest import free_port, run_cli
+from tests.device.conftest import cli_env, free_port, run_cli
 from workbench.device.deploy import list_slots
 from workbench.device.link import pair_device
-from workbench.device.staging import StagingFollower, StagingPlan, declared_tool_params, stage_run
 from workbench.pipeline import PipelineService
 from workbench.pipeline.errors import PipelineError
+from workbench.pipeline.staging import StagingFollower, StagingPlan, declared_tool_params, stage_run
 from workbench.platform.file_hashes import hash_file
 from workbench.registry import open_versions
 from workbench.registry.deployments import deployment_log, served_slots
@@ -44,6 +46,12 @@ def slot_agent(start_agent, name: str):
     agent = start_agent(name, False, "--inference-port", str(port))
     agent.inference_port = port
     return agent
+
+
+def run_pipeline_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """``workbench pipeline ARGS…`` in a new process, with the device tests' environment."""
+    return subprocess.run([sys.executable, "-m", "workbench", "pipeline", *args], capture_output=True,
+                          text=True, timeout=timeout, env=cli_env(), stdin=subprocess.DEVNULL)
 
 
 def staging_log(project) -> list[dict]:
@@ -161,7 +169,7 @@ def test_the_stage_command_pushes_the_last_checkpoint_of_a_run_that_ended(digits
     run = runs.start(None, ["num_epochs=3"], register=False)
     assert runs.wait(run.id, timeout=300).state == "completed"
 
-    done = run_cli("stage", str(digits_project), run.id, "--device", agent.address, "--every", "2",
+    done = run_pipeline_cli("stage", str(digits_project), run.id, "--device", agent.address, "--every", "2",
                    "--slot", "preview", "--json", timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout)
@@ -175,7 +183,7 @@ def test_the_stage_command_pushes_the_last_checkpoint_of_a_run_that_ended(digits
 
     # A device that is down: one error line naming it, exit status 1.
     agent.stop()
-    failed = run_cli("stage", str(digits_project), run.id, "--device", agent.address, timeout=300)
+    failed = run_pipeline_cli("stage", str(digits_project), run.id, "--device", agent.address, timeout=300)
     assert failed.returncode == 1
     assert f"error: the last staging push of run {run.id} did not switch slot staging" in failed.stderr
     assert agent.address in failed.stderr

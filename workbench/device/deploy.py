@@ -355,7 +355,7 @@ def deploy_to_devices(project_dir: Path | str, version_or_alias: str,
     ``devices`` names (every paired device when None), in parallel; see the module. The log
     records ``alias`` (default: ``version_or_alias`` when it is an alias) as what the slots
     serve, so that a rollback of that alias finds them."""
-    _check_slot(slot)
+    validate_slot(slot)
     paired = paired or PairedDevices()
     bundle = build_bundle(project_dir, version_or_alias, runtime)
     targets = _targets(devices, paired)
@@ -381,7 +381,7 @@ def stage_to_devices(project_dir: Path | str, model: Path | str, devices: Iterab
     epoch, with no version."""
     from workbench.platform.file_hashes import hash_file
 
-    _check_slot(slot)
+    validate_slot(slot)
     model = Path(model)
     if not model.is_file():
         raise DeviceError(f"{model} does not exist: nothing to push to slot {slot}")
@@ -394,7 +394,8 @@ def stage_to_devices(project_dir: Path | str, model: Path | str, devices: Iterab
     return report
 
 
-def _check_slot(slot: str) -> None:
+def validate_slot(slot: str) -> None:
+    """DeviceError unless ``slot`` can name a device's slot (as the agent checks it)."""
     from workbench_device.protocol import ProtocolError
     from workbench_device.slots import check_slot_name
 

@@ -1,7 +1,6 @@
 """``workbench device deploy`` and ``workbench device slots``: deploy a model version to the
-deployment slots of paired devices, and list a device's slots; ``rollback`` and ``redeploy``;
-``stage``, a run's checkpoints pushed to a staging slot while it trains (registered on the
-``device`` group by ``cli.py``)."""
+deployment slots of paired devices, and list a device's slots; ``rollback`` and ``redeploy``
+(registered on the ``device`` group here; workbench/cli.py names this module's group)."""
 
 from __future__ import annotations
 
@@ -11,6 +10,7 @@ import click
 
 from workbench.clikit import ProgressLine, emit
 from workbench.device.cli import DEVICE_HELP, _CONTEXT, _command, _devices, _json_option, _when, device_group
+from workbench.registry.cli import registry_group
 
 
 @click.command("deploy", context_settings=_CONTEXT,
@@ -109,17 +109,23 @@ def _report_push(push, as_json: bool, project: Path) -> None:
 @click.option("--reason", default="", help="Why (kept in the alias's history).")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(1, 86400), default=120.0,
               show_default=True, help="Seconds each device has to take the model and switch.")
+@click.option("--no-push", is_flag=True,
+              help="Move the alias only: the devices keep their model (`workbench device redeploy ALIAS` "
+                   "pushes later).")
 @_json_option
 @_command
-def rollback_command(arguments: tuple[str, ...], reason: str, timeout_s: float, as_json: bool,
+def rollback_command(arguments: tuple[str, ...], reason: str, timeout_s: float, no_push: bool, as_json: bool,
                      cancel=None) -> None:
     """Move ALIAS (e.g. production) of PROJECT (default: the current folder) back to the
-    version it pointed to before its last move, as `workbench registry rollback` does, then
-    push that version to every device slot that serves the version ALIAS left (as the deploy
-    log says). Exits with status 1 when any device did not switch."""
+    version it pointed to before its last move, then push that version to every device slot
+    that serves the version ALIAS left (as the deploy log says), so the apps there use it.
+    Exits with status 1 when any device did not switch."""
     from workbench.device.rollback import rollback_alias
 
     project, alias = _project_and_alias(arguments, "rollback")
+    if no_push:
+        _move_alias_back(project, alias, reason, as_json)
+        return
     status = ProgressLine()
     try:
         push = rollback_alias(project, alias, reason, progress=status, cancel=cancel,
@@ -153,48 +159,22 @@ def redeploy_command(arguments: tuple[str, ...], timeout_s: float, as_json: bool
     _report_push(push, as_json, project)
 
 
-@click.command("stage", context_settings=_CONTEXT,
-               short_help="Push a training run's checkpoints to a staging slot as it trains.")
-@click.argument("arguments", nargs=-1, required=True, metavar="[PROJECT] RUN_ID")
-@click.option("--device", "devices", multiple=True, required=True,
-              help=f"A device to push to ({DEVICE_HELP}); repeat it for more.")
-@click.option("--every", type=click.IntRange(1, 1_000_000), default=1, show_default=True,
-              help="Push every this many completed epochs.")
-@click.option("--quantize", is_flag=True,
-              help="Quantize each checkpoint after converting it (as `workbench model quantize`).")
-@click.option("--slot", default="staging", show_default=True,
-              help="The slot the checkpoints go to (no alias moves).")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(1, 86400), default=120.0,
-              show_default=True, help="Seconds each device has to take a model and switch.")
-@_json_option
-@_command
-def stage_command(arguments: tuple[str, ...], devices: tuple[str, ...], every: int, quantize: bool,
-                  slot: str, timeout_s: float, as_json: bool, cancel=None) -> None:
-    """Follow run RUN_ID of PROJECT (default: the current folder) until it ends: every EVERY
-    completed epochs its newest checkpoint is converted to ONNX (with the project's declared
-    convert step's parameters, if it has one), quantized with --quantize, and pushed to SLOT of
-    each device, so an app on the device can be watched improving. A push that fails is one
-    line and the next checkpoint tries again; while one is under way only the newest due
-    checkpoint waits. A run that ended already gets its last checkpoint pushed. Exits with
-    status 1 when the last push did not switch every device."""
+def _move_alias_back(project: Path, alias: str, reason: str, as_json: bool) -> None:
+    """The registry's rollback alone, and which devices still serve the version it left."""
+    from workbench.device.deploy import _registry
     from workbench.device.errors import DeviceError
-    from workbench.device.staging import StagingPlan, declared_tool_params, stage_run
+    from workbench.registry.deployments import still_serving_hint
+    from workbench.registry.errors import RegistryError
 
-    if len(arguments) > 2:
-        raise DeviceError(f"stage takes [PROJECT] RUN_ID, not {len(arguments)} arguments "
-                          f"({' '.join(arguments)})")
-    project = (Path(arguments[0]) if len(arguments) == 2 else Path.cwd()).expanduser().absolute()
-    plan = StagingPlan(list(devices), every, quantize, slot, declared_tool_params(project, "convert"),
-                       declared_tool_params(project, "quantize"), timeout_s)
-    report = stage_run(project, arguments[-1], plan, lambda line: click.echo(line, err=True),
-                       paired=_devices(), cancel=cancel)
-    emit(report.to_json(), as_json, report.to_text())
-    if not report.ok:
-        last = report.last
-        why = f"epoch {last.epoch}: {last.reason}" if last else "no checkpoint was pushed"
-        click.echo(f"error: the last staging push of run {report.run_id} did not switch slot {slot} "
-                   f"of every device ({why})", err=True)
-        raise SystemExit(1)
+    registry = _registry(project)
+    try:
+        move = registry.rollback(alias, reason)
+    except RegistryError as exc:
+        raise DeviceError(str(exc)) from None
+    emit(move.to_json(), as_json, f"{alias} rolled back: {move.previous:04d} -> {move.version:04d}")
+    hint = still_serving_hint(registry.store.folder, move, project)
+    if hint:
+        click.echo(hint, err=True)
 
 
 # The whole `workbench device` group: the link's commands (cli.py) and these. workbench/cli.py
@@ -203,4 +183,8 @@ device_group.add_command(deploy_command)
 device_group.add_command(slots_command)
 device_group.add_command(rollback_command)
 device_group.add_command(redeploy_command)
-device_group.add_command(stage_command)
+
+# `workbench registry rollback ALIAS` moves the alias and pushes to the devices serving the
+# version it left, as `device rollback` does (the registry alone cannot reach devices); the
+# command table names this group for `registry`.
+registry_group.add_command(rollback_command, "rollback")

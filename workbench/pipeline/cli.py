@@ -1,5 +1,5 @@
-"""``workbench pipeline start|stop|status|list|resume|watch``: continual-learning iterations from a
-terminal. ``start`` and ``resume`` run the iteration in the foreground, a line per step on
+"""``workbench pipeline start|stop|status|list|resume|watch|stage``: continual-learning iterations
+from a terminal, and a training run's checkpoints pushed to a device's staging slot. ``start`` and ``resume`` run the iteration in the foreground, a line per step on
 stderr, and print the iteration at the end (``--json``: the iteration's record, exactly what
 ``registry/pipeline/iteration_NNNN.json`` holds). A failed iteration exits 1 after printing it.
 An error is one line (``{"error": …}`` with ``--json``) and exit status 1."""
@@ -260,3 +260,57 @@ def watcher_text(state: dict) -> str:
                      f"iteration {last.get('iteration') or '(none)'}, {last.get('state')}")
     lines.append(f"  log: {state['log']}")
     return "\n".join(lines)
+
+
+@pipeline_group.command("stage", context_settings=_CONTEXT,
+                        short_help="Push a training run's checkpoints to a device's staging slot as it trains.")
+@click.argument("arguments", nargs=-1, required=True, metavar="[PROJECT] RUN_ID")
+@click.option("--device", "devices", multiple=True, required=True,
+              help="A device to push to (a paired device's name, HOST:PORT or `local`); repeat it for more.")
+@click.option("--every", type=click.IntRange(1, 1_000_000), default=1, show_default=True,
+              help="Push every this many completed epochs.")
+@click.option("--quantize", is_flag=True,
+              help="Quantize each checkpoint after converting it (as `workbench model quantize`).")
+@click.option("--slot", default="staging", show_default=True,
+              help="The slot the checkpoints go to (no alias moves).")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(1, 86400), default=120.0,
+              show_default=True, help="Seconds each device has to take a model and switch.")
+@_JSON
+def stage_command(arguments: tuple[str, ...], devices: tuple[str, ...], every: int, quantize: bool,
+                  slot: str, timeout_s: float, as_json: bool) -> None:
+    """Follow run RUN_ID of PROJECT (default: the current folder) until it ends: every EVERY
+    completed epochs its newest checkpoint is converted to ONNX (with the project's declared
+    convert step's parameters, if it has one), quantized with --quantize, and pushed to SLOT of
+    each device, so an app on the device can be watched improving. A push that fails is one
+    line and the next checkpoint tries again; while one is under way only the newest due
+    checkpoint waits. A run that ended already gets its last checkpoint pushed. Ctrl+C ends the
+    push under way and the following. Exits with status 1 when the last push did not switch
+    every device."""
+    from workbench.device.errors import DeviceError
+    from workbench.device.paired import PairedDevices
+    from workbench.pipeline.staging import StagingPlan, declared_tool_params, stage_run
+    from workbench.tasks import CancelToken
+
+    if len(arguments) > 2:
+        raise click.UsageError(f"stage takes [PROJECT] RUN_ID, not {len(arguments)} arguments "
+                               f"({' '.join(arguments)})")
+    project = (Path(arguments[0]) if len(arguments) == 2 else Path.cwd()).expanduser().absolute()
+    cancel = CancelToken()
+    with reported_errors(as_json):
+        try:
+            plan = StagingPlan(list(devices), every, quantize, slot, declared_tool_params(project, "convert"),
+                               declared_tool_params(project, "quantize"), timeout_s)
+            report = stage_run(project, arguments[-1], plan, _say, paired=PairedDevices(on_notice=_say),
+                               cancel=cancel)
+        except KeyboardInterrupt:
+            cancel.cancel()
+            raise
+        except DeviceError as exc:
+            raise CommandFailed(str(exc)) from None
+    emit(report.to_json(), as_json, report.to_text())
+    if not report.ok:
+        last = report.last
+        why = f"epoch {last.epoch}: {last.reason}" if last else "no checkpoint was pushed"
+        click.echo(f"error: the last staging push of run {report.run_id} did not switch slot {slot} "
+                   f"of every device ({why})", err=True)
+        raise SystemExit(1)

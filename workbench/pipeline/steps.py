@@ -138,7 +138,7 @@ def train_step(params: dict, context: StepContext) -> dict:
 
 class StagingBeside:
     """The train step's ``staging = { devices, every, quantize, slot }``: a StagingFollower
-    (workbench.device.staging) in a thread beside the run, pushing its checkpoints to a device
+    (workbench.pipeline.staging) in a thread beside the run, pushing its checkpoints to a device
     slot. Its failures are lines of the step's log, never the step's failure: training goes on."""
 
     def __init__(self, follower, thread: threading.Thread, ended: threading.Event, result: dict):
@@ -149,7 +149,7 @@ class StagingBeside:
         if not declared:
             return None
         from workbench.device.errors import DeviceError
-        from workbench.device.staging import (DEFAULT_STAGING_SLOT, StagingFollower, StagingPlan,
+        from workbench.pipeline.staging import (DEFAULT_STAGING_SLOT, StagingFollower, StagingPlan,
                                               declared_tool_params)
 
         plan = StagingPlan(list(declared.get("devices") or []), int(declared.get("every", 1)),

@@ -291,23 +291,7 @@ def registry_alias_command(words, project, reason, as_json) -> None:
     emit(move.to_json(), as_json, _move_text(move))
 
 
-@registry_group.command("rollback")
-@_with_project("NAME", 1, 1)
-@click.option("--reason", default="", help="Why (kept in the alias's history).")
-@_JSON
-@reports_errors
-def registry_rollback_command(words, project, reason, as_json) -> None:
-    """Move the alias NAME back to the version it pointed to before its last move. Devices do
-    not follow: `workbench device rollback` does both, and the hint says which still serve the
-    version NAME left."""
-    from workbench.registry.deployments import still_serving_hint
-
-    models = _versions(project).models
-    move = models.rollback(words[0], reason)
-    emit(move.to_json(), as_json, _move_text(move))
-    hint = still_serving_hint(models.store.folder, move, project)
-    if hint:
-        click.echo(hint, err=True)
+# `registry rollback` is workbench.device.deploy_cli's: it pushes to the devices too.
 
 
 @registry_group.command("remove")

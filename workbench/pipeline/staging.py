@@ -72,9 +72,9 @@ class StagingPlan:
             raise DeviceError("name at least one device to push the checkpoints to (--device NAME)")
         if not isinstance(self.every, int) or isinstance(self.every, bool) or self.every < 1:
             raise DeviceError(f"every must be a whole number of epochs, at least 1, not {self.every!r}")
-        from workbench.device.deploy import _check_slot
+        from workbench.device.deploy import validate_slot
 
-        _check_slot(self.slot)
+        validate_slot(self.slot)
 
 
 def declared_tool_params(project_dir: Path | str, tool: str) -> dict:
