@@ -15,7 +15,7 @@ import yaml
 from tests.device.conftest import free_port, run_cli
 from tests.device_agent.conftest import BIAS, reference, tiny_onnx_bytes
 from workbench.device.deploy import FAILED, NO_PREPROCESSING, SWITCHED, UNREACHABLE, \
-    build_bundle, deploy_to_devices
+    build_bundle, deploy_to_devices, preprocessing_of
 from workbench.device.errors import DeviceError
 from workbench.device.link import pair_device
 from workbench.platform.file_hashes import hash_file
@@ -109,6 +109,16 @@ def test_the_bundle_names_the_int8_model_its_sha256_shapes_and_preprocessing(pro
     with zipfile.ZipFile(bundle.zip_path) as archive:
         assert sorted(archive.namelist()) == ["bestmodel_0000.int8.onnx", "deployment_0000.yaml"]
         assert archive.read("bestmodel_0000.int8.onnx") == bundle.model.read_bytes()
+    assert "deployed_as" not in described
+    # An app is told what to do to its inputs by the project when the record says nothing: the
+    # [deploy.preprocessing] table; training-only keys (loss_scale, loader threads) are no part of it.
+    toml = project / "workbench.toml"
+    toml.write_text(toml.read_text() + '\n[deploy.preprocessing]\ndivide_by = 16\nlayout = "NCHW"\n')
+    assert build_bundle(project, "0001").description["preprocessing"] == {"divide_by": 16, "layout": "NCHW"}
+    toml.write_text(toml.read_text().replace("[deploy.preprocessing]\ndivide_by = 16\nlayout = \"NCHW\"\n", ""))
+    assert preprocessing_of({"hyper_parameters": {"loss_scale": 1.0, "num_preprocessing_threads": 16,
+                                                  "preprocessing_name": "", "image_size": 8}}) == {"image_size": 8}
+    assert build_bundle(project, "0", deployed_as="production").description["deployed_as"] == "production"
     plain = build_bundle(project, "0001")
     # Its model is the same bytes as 0000's plain ONNX one: a link under its own name.
     assert plain.model.name == "bestmodel_0001.onnx" and plain.version == "0001"

@@ -48,9 +48,12 @@ DEPLOYMENTS_FOLDER = "deployments"
 DEPLOYMENT_LOG = "deployments.jsonl"
 NO_PREPROCESSING = "none recorded"
 SWITCHED, FAILED, UNREACHABLE = "switched", "failed", "unreachable"
-# Hyper-parameters whose names say they shape what the model is fed.
+# Hyper-parameters whose names say they shape what the model is fed ...
 _PREPROCESSING_WORDS = ("mean", "std", "normal", "resize", "image_size", "input_size", "crop",
                         "scale", "grayscale", "channels", "preprocess", "img_size")
+# ... but for these, which are about loading the data or training (FastNN's keys).
+_NOT_PREPROCESSING = frozenset({"num_preprocessing_threads", "loss_scale", "shuffle_buffer_size",
+                                "num_parallel_batches", "prefetch_buffer_size", "datasets_use_caching"})
 
 
 @dataclass
@@ -209,25 +212,45 @@ def describe_onnx(path: Path) -> tuple[list[dict], list[dict]]:
     return tensors(model.graph.input), tensors(model.graph.output)
 
 
-def preprocessing_of(info: dict) -> dict | str:
-    """The preprocessing the version's record declares (its ``preprocessing``, else the
-    hyper-parameters that shape the input), or "none recorded"."""
-    declared = info.get("preprocessing")
+def preprocessing_of(info: dict, project_dir: Path | None = None) -> dict | str:
+    """The preprocessing an app must do to its inputs: what the version's record declares (its
+    ``preprocessing``), else the project's ``[deploy.preprocessing]`` table of workbench.toml,
+    else the hyper-parameters that shape the input, or "none recorded"."""
+    declared = info.get("preprocessing") or (_project_preprocessing(project_dir) if project_dir else None)
     if declared:
         return declared
     hparams = info.get("hyper_parameters") or {}
     if isinstance(hparams, dict):
         found = {key: value for key, value in hparams.items()
-                 if any(word in str(key).lower() for word in _PREPROCESSING_WORDS)}
+                 if key not in _NOT_PREPROCESSING and value not in ("", None)
+                 and any(word in str(key).lower() for word in _PREPROCESSING_WORDS)}
         if found:
             return found
     return NO_PREPROCESSING
 
 
+def _project_preprocessing(project_dir: Path) -> dict | None:
+    import tomllib
+
+    path = Path(project_dir) / "workbench.toml"
+    try:
+        table = tomllib.loads(path.read_text(encoding="utf-8")).get("deploy", {}).get("preprocessing")
+    except OSError:
+        return None
+    except tomllib.TOMLDecodeError as exc:
+        raise DeviceError(f"{path} is not valid TOML ({exc}); fix it and deploy again") from None
+    if table is not None and not isinstance(table, dict):
+        raise DeviceError(f"{path}: [deploy] preprocessing must be a table (e.g. [deploy.preprocessing] "
+                          f"divide_by = 16), not {table!r}")
+    return table or None
+
+
 def build_bundle(project_dir: Path | str, version_or_alias: str,
-                 runtime: str = DEFAULT_RUNTIME) -> Bundle:
+                 runtime: str = DEFAULT_RUNTIME, deployed_as: str = "") -> Bundle:
     """Write ``deployment_NNNN.yaml`` and ``nn_model_NNNN.zip`` of the version into the
-    registry's deployments folder (each atomically) and describe them."""
+    registry's deployments folder (each atomically) and describe them. ``deployed_as`` is the
+    alias the deploy serves (the pipeline moves ``production`` only once the devices switched,
+    so the version's own aliases do not name it yet)."""
     import yaml
 
     from workbench.platform.atomic_files import write_atomically, write_text_atomically
@@ -246,11 +269,12 @@ def build_bundle(project_dir: Path | str, version_or_alias: str,
     description = {
         "version": version.name,
         "aliases": list(version.aliases),
+        **({"deployed_as": deployed_as} if deployed_as else {}),
         "model": {"file": model.name, "sha256": sha, "size": model.stat().st_size},
         "runtime": runtime,
         "inputs": inputs,
         "outputs": outputs,
-        "preprocessing": preprocessing_of(version.info),
+        "preprocessing": preprocessing_of(version.info, project_dir),
         "metrics": version.metrics,
         "created": now_iso(),
     }
@@ -357,10 +381,10 @@ def deploy_to_devices(project_dir: Path | str, version_or_alias: str,
     serve, so that a rollback of that alias finds them."""
     validate_slot(slot)
     paired = paired or PairedDevices()
-    bundle = build_bundle(project_dir, version_or_alias, runtime)
-    targets = _targets(devices, paired)
     if alias is None:
         alias = "" if str(version_or_alias).strip().isdigit() else str(version_or_alias)
+    bundle = build_bundle(project_dir, version_or_alias, runtime, deployed_as=alias)
+    targets = _targets(devices, paired)
     report = DeployReport(bundle.version, slot, str(bundle.model), bundle.sha256,
                           str(bundle.zip_path.parent), now_iso(), alias=alias)
     _switch_all(report, targets, paired, bundle.model, runtime, timeout, progress, cancel)
