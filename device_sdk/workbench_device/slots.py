@@ -15,9 +15,9 @@ kept, serves nothing, and says why in ``slot.list`` until a deploy replaces its 
 
 A deploy must not slow the requests the slot serves meanwhile. On a device with few CPUs the
 requests' threads wait for a CPU (and for the interpreter's lock) while the deploy loads and
-warms the new model, so that work runs on a thread of its own at a lower scheduling priority,
-and gives the interpreter's lock up between its steps. An old model is closed on a thread of
-its own too: never by the request that was its last user, whose reply would wait for it.
+warms the new model, so that work runs on a thread of its own at a lower scheduling priority.
+An old model is closed on a thread of its own too: never by the request that was its last
+user, whose reply would wait for it.
 """
 
 from __future__ import annotations
@@ -254,9 +254,6 @@ class SlotRegistry:
         try:
             warm_start = time.perf_counter()
             for run in range(warm_runs):
-                # Lets go of the interpreter's lock between runs, so a request's thread that
-                # waits for it need not wait for the switch interval (5 ms) to force it.
-                time.sleep(0)
                 try:
                     model.run(random_inputs(model, seed=run))
                 except ProtocolError as exc:
