@@ -119,6 +119,7 @@ class PipelineService:
         return self._end(iteration, DONE)
 
     def _run_step(self, iteration: Iteration, step: StepState) -> None:
+        earlier = step.outputs
         step.state, step.started_at, step.ended_at, step.outputs = RUNNING, time.time(), None, {}
         self.store.write(iteration)
         self.say(f"[{step.index + 1}/{len(iteration.steps)}] {step.tool} …")
@@ -128,7 +129,7 @@ class PipelineService:
             self.store.write(iteration)
 
         context = StepContext(self.project_dir, self.versions, iteration, lambda line: self.say(f"    {line}"),
-                              lambda: self._stop_requested(iteration), note)
+                              lambda: self._stop_requested(iteration), note, earlier)
         try:
             step.outputs.update(run_step(step.tool, step.params, context))
             step.state = DONE

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -41,6 +41,9 @@ class StepContext:
     say: Callable[[str], None]
     stop_requested: Callable[[], bool]
     note: Callable[[dict], None]           # records outputs known while the step runs (a run id)
+    # What this step had made when an earlier try of it ended (a resume's second try): a
+    # training run that was stopped or lost goes on from its checkpoint instead of anew.
+    earlier: dict = field(default_factory=dict)
 
 
 def run_step(tool: str, params: dict, context: StepContext) -> dict:
@@ -86,15 +89,19 @@ def train_step(params: dict, context: StepContext) -> dict:
     if "epochs" in params:
         overrides.append(f"num_epochs={params['epochs']}")
     service = RunService(context.project_dir)
-    try:
-        run = service.start(params.get("hparams"), overrides, nproc=int(params.get("nproc", 1)),
-                            cluster=params.get("cluster"),
-                            dataset_version=context.iteration.output("dataset_version"),
-                            from_version=from_version)
-    except (TrainingError, RegistryError) as exc:
-        raise PipelineError(f"the training run did not start: {exc}") from None
+    run = _resumed_run(service, context)
+    if run is not None:
+        from_version = context.earlier.get("from_version") or None
+    else:
+        try:
+            run = service.start(params.get("hparams"), overrides, nproc=int(params.get("nproc", 1)),
+                                cluster=params.get("cluster"),
+                                dataset_version=context.iteration.output("dataset_version"),
+                                from_version=from_version)
+        except (TrainingError, RegistryError) as exc:
+            raise PipelineError(f"the training run did not start: {exc}") from None
+        context.say(f"run {run.id}" + (f", fine-tuning model version {from_version}" if from_version else ""))
     context.note({"run_id": run.id, "from_version": from_version or ""})
-    context.say(f"run {run.id}" + (f", fine-tuning model version {from_version}" if from_version else ""))
     staging = StagingBeside.start(params.get("staging"), run.id, context)
     stopping, info = False, None
     try:
@@ -134,6 +141,33 @@ def train_step(params: dict, context: StepContext) -> dict:
     if staged is not None:
         outputs["staging"] = staged
     return outputs
+
+
+def _resumed_run(service, context: StepContext):
+    """The run an earlier try of this step started, resumed from its last checkpoint when it
+    was stopped or lost (its processes gone with the machine or a kill); None when there is
+    none to go on with (a new run starts)."""
+    from workbench.training.errors import TrainingError
+    from workbench.training.run_info import LOST, STOPPED
+
+    run_id = context.earlier.get("run_id")
+    if not run_id:
+        return None
+    try:
+        info = service.get(run_id)
+        if info.is_active:
+            # The process that ran the step died but its run did not (it has a process group
+            # of its own): follow it rather than start a second one.
+            context.say(f"run {run_id} still runs: following it")
+            return info
+        if info.state not in (STOPPED, LOST) or not info.can_resume:
+            return None
+        resumed = service.resume(run_id)
+    except TrainingError as exc:
+        context.say(f"run {run_id} cannot go on ({exc}): a new run starts")
+        return None
+    context.say(f"run {resumed.id} goes on from its last checkpoint (it was {info.state})")
+    return resumed
 
 
 class StagingBeside:
