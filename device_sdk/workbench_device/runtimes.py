@@ -293,16 +293,6 @@ class MnnModel(LoadedModel):
         self._module = None
 
 
-def import_runtime(runtime: str) -> None:
-    """Import ``runtime``'s modules now, on the calling thread: the threads a runtime starts
-    when it is imported serve every later model, and take the priority of the thread that
-    imported it."""
-    if runtime == MNN:
-        _load_mnn()
-    else:
-        import onnxruntime  # noqa: F401
-
-
 def load_model(runtime: str, path: Path, sha256: str, name: str = "", threads: int = 1
                ) -> LoadedModel:
     """The model file ``path`` loaded in ``runtime``; ProtocolError(runtime) when it cannot be."""

@@ -13,34 +13,24 @@ The slots are recorded in ``<data>/slots.json`` (written atomically, before the 
 agent that starts loads each slot's model again. A slot whose model cannot be loaded then is
 kept, serves nothing, and says why in ``slot.list`` until a deploy replaces its model.
 
-A deploy must not slow the requests the slot serves meanwhile. On a device with few CPUs the
-requests' threads wait for a CPU (and for the interpreter's lock) while the deploy loads and
-warms the new model, so that work runs on a thread of its own at a lower scheduling priority.
-An old model is closed on a thread of its own too: never by the request that was its last
-user, whose reply would wait for it.
+An old model is closed on a thread of its own: never by the request that was its last user,
+whose reply would otherwise wait for the runtime to free it.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from workbench_device.atomic import replace_file
 from workbench_device.bench import random_inputs
 from workbench_device.protocol import Err, ProtocolError, check_sha256
-from workbench_device.runtimes import (
-    ONNXRUNTIME,
-    LoadedModel,
-    check_runtime,
-    import_runtime,
-    load_model,
-)
+from workbench_device.runtimes import ONNXRUNTIME, LoadedModel, check_runtime, load_model
 
 log = logging.getLogger(__name__)
 
@@ -49,9 +39,6 @@ MAX_SLOTS = 32
 DEFAULT_WARM_RUNS = 3
 MAX_WARM_RUNS = 100000
 MAX_THREADS = 256
-# How much less of a CPU the thread that loads and warms a deployed model asks for than the
-# threads that serve requests (a nice value, added to the agent's).
-LOADER_NICENESS = 10
 _SLOT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
@@ -208,15 +195,8 @@ class SlotRegistry:
     def _deploy(self, slot: Slot, sha256: str, model_name: str, warm_runs: int, runtime: str,
                 threads: int) -> Dict[str, Any]:
         path = self.store.model_file(sha256)
-        try:
-            import_runtime(runtime)  # at the agent's priority, not the loader's
-        except ProtocolError as exc:
-            raise ProtocolError(exc.code, f"{exc.message}; slot {slot.name} keeps its model") \
-                from None
-        model, warm_ms = _in_loader_thread(
-            lambda: self._load_and_warm(slot, path, sha256, model_name, warm_runs, runtime,
-                                        threads),
-            lower_priority=threads == 1)
+        model, warm_ms = self._load_and_warm(slot, path, sha256, model_name, warm_runs, runtime,
+                                             threads)
         try:
             with self._record_lock:
                 switched_at = time.time()
@@ -361,43 +341,6 @@ class SlotRegistry:
             raise ProtocolError(Err.INTERNAL, f"cannot record the slots in {self.path} "
                                               f"({exc.strerror or exc}); nothing was changed") \
                 from None
-
-
-def _in_loader_thread(work: Callable[[], Any], lower_priority: bool) -> Any:
-    """What ``work()`` returns (or raises), run on a thread of its own; with ``lower_priority``
-    that thread asks the system for less CPU than the requests' threads.
-
-    Only a model of one thread is loaded at a lower priority: a runtime's own worker threads,
-    made while the model loads, would inherit it and serve every later request with it."""
-    outcome: Dict[str, Any] = {}
-
-    def run() -> None:
-        if lower_priority:
-            _lower_this_threads_priority()
-        try:
-            outcome["value"] = work()
-        except BaseException as exc:  # raised again on the deploy's own thread
-            outcome["error"] = exc
-
-    loader = threading.Thread(target=run, name="wb-slot-loader", daemon=True)
-    loader.start()
-    loader.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
-
-
-def _lower_this_threads_priority() -> None:
-    """Raise the calling thread's nice value by LOADER_NICENESS (Linux and Android set it per
-    thread: the thread's native id names it); where the system cannot, nothing changes."""
-    if not hasattr(os, "setpriority") or not hasattr(threading, "get_native_id"):
-        return
-    try:
-        thread = threading.get_native_id()
-        os.setpriority(os.PRIO_PROCESS, thread,
-                       os.getpriority(os.PRIO_PROCESS, thread) + LOADER_NICENESS)
-    except OSError as exc:
-        log.debug("the model loader keeps its priority: %s", exc)
 
 
 def _close_aside(model: LoadedModel) -> None:
