@@ -39,7 +39,7 @@ from typing import Callable
 
 from workbench.pipeline.declaration import read_declaration
 from workbench.pipeline.errors import PipelineError
-from workbench.pipeline.iterations import FAILED, RESUMED, RUNNING
+from workbench.pipeline.iterations import FAILED, RESUMED, RUNNING, IterationStore
 from workbench.pipeline.service import PipelineService
 from workbench.pipeline.triggers import (DATA_GROWTH, SCHEDULE, DataGrowthCheck, TriggerClock, format_duration,
                                          read_triggers)
@@ -74,6 +74,13 @@ def watcher_status(project_dir: Path | str) -> dict:
     ``running`` False, and what the last one left)."""
     lock, state_path, log = watcher_paths(project_dir)
     state = _read_json(state_path)
+    last = state.get("last_trigger")
+    if isinstance(last, dict) and last.get("iteration") and last.get("state") != RUNNING:
+        # What became of it since (a failed iteration resumed by hand and done): its record says.
+        try:
+            last["state"] = IterationStore(state_path.parent.parent).read(last["iteration"]).state
+        except PipelineError:
+            pass
     running = is_locked(lock)
     pid = FileLock(lock).holder_pid() if running else state.get("pid")
     return {**state, "running": running, "pid": pid, "log": str(log)}
