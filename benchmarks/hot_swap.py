@@ -26,6 +26,17 @@ app's requests, which no real app would share a process with. Both stamp times w
 Beside them: requests, swaps, the deploys' load_ms and warm_ms (medians), and how many answers
 each model gave.
 
+What the worst request waits for (time stamps in the agent around each step of a deploy and of
+a request, on a 2-CPU VM): not for a lock (a request takes the slot registry's lock for
+bookkeeping only; the load, the warm-up and the fsync of slots.json hold none that a request
+needs, and requests were answered while slots.json was being written), but for the
+interpreter: while onnxruntime creates the new session on the deploy's thread, the request's
+thread waits to read its frame, or to go on after its socket call or its own run, until the
+session is made (waits of 2-4 ms on a quiet machine, up to the whole load on a busy one).
+Neither a shorter switch interval (0.5 and 1 ms) nor loading at a lower thread priority made
+the worst request shorter in interleaved runs; while the app shared the host's process, the
+host's handling of the deploy's reply also held up the app (2-7 ms after the agent had sent).
+
 Run: .venv/bin/python benchmarks/hot_swap.py [--swaps 20] [--gap 0.3]
 """
 
