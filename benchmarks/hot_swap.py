@@ -29,13 +29,18 @@ each model gave.
 What the worst request waits for (time stamps in the agent around each step of a deploy and of
 a request, on a 2-CPU VM): not for a lock (a request takes the slot registry's lock for
 bookkeeping only; the load, the warm-up and the fsync of slots.json hold none that a request
-needs, and requests were answered while slots.json was being written), but for the
-interpreter: while onnxruntime creates the new session on the deploy's thread, the request's
-thread waits to read its frame, or to go on after its socket call or its own run, until the
-session is made (waits of 2-4 ms on a quiet machine, up to the whole load on a busy one).
-Neither a shorter switch interval (0.5 and 1 ms) nor loading at a lower thread priority made
-the worst request shorter in interleaved runs; while the app shared the host's process, the
-host's handling of the deploy's reply also held up the app (2-7 ms after the agent had sent).
+needs, and requests were answered while slots.json was being written), and not for the
+interpreter either: a thread ticking every 0.2 ms beside an InferenceSession being made of this
+benchmark's model saw gaps of 0.3-0.8 ms during 2-6 ms of creation (onnxruntime lets go of the
+interpreter's lock while it builds the session). It waits for a core: during a deploy the
+agent's connection thread receives, hashes and writes the model and its loader builds and warms
+the session, beside the app, the request's own thread and the host, on two cores. The worst
+request of windows as long as a deploy without any deploy in them (worst_latency_steady_windows_ms)
+is itself 4-9 times the steady p99 on this machine; a deploy adds about half of that again.
+Neither a shorter switch interval (0.5 and 1 ms) nor loading at a lower thread priority (which
+invites a priority inversion on the interpreter's lock) made the worst request shorter in
+interleaved runs; while the app shared the host's process, the host's handling of the deploy's
+reply also held up the app (2-7 ms after the agent had sent).
 
 Run: .venv/bin/python benchmarks/hot_swap.py [--swaps 20] [--gap 0.3]
 """
