@@ -6,6 +6,23 @@ cd "$(dirname "$0")/.."
 
 python=${PYTHON:-python3}
 
+# apt-get "$@", waiting while another package manager (unattended upgrades after boot, a second
+# set-up) holds apt's or dpkg's lock, instead of failing; its output only when it fails.
+apt_waiting() {
+    local waited=0 out
+    until out=$(apt-get -o DPkg::Lock::Timeout=600 "$@" 2>&1); do
+        if grep -qE "Could not get lock|Unable to lock|Unable to acquire the dpkg frontend lock" <<<"$out" \
+                && [ "$waited" -lt 600 ]; then
+            [ "$waited" = 0 ] && echo "Another package manager holds apt's lock; waiting for it (up to 10 minutes)..."
+            sleep 5
+            waited=$((waited + 5))
+        else
+            echo "$out" >&2
+            return 1
+        fi
+    done
+}
+
 # System packages first (Qt's libraries, fonts, xvfb, git); only what is missing, only as root.
 missing=$(grep -v '^#' scripts/system-packages.txt | xargs -n1 | while read -r pkg; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || echo "$pkg"
@@ -13,8 +30,8 @@ done | xargs)
 if [ -n "$missing" ]; then
     if [ "$(id -u)" = 0 ]; then
         echo "Installing system packages: $missing"
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
+        apt_waiting update -qq
+        DEBIAN_FRONTEND=noninteractive apt_waiting install -y -qq --no-install-recommends $missing
     else
         echo "Missing system packages (install them as root): $missing" >&2
     fi
