@@ -10,7 +10,12 @@ Prints one JSON object:
 - ipc_roundtrip_ratio: a request/response through the hub, over the same bytes echoed by a
   raw QLocalSocket server. Goal ≤ 1.5.
 
-Run: .venv/bin/python benchmarks/startup.py [--runs N]
+With ``--installed PYTHON`` (an installed Workbench's interpreter, e.g. /opt/workbench/bin/python
+of the .deb, or a pipx venv's) it measures only installed_cold_start_ratio: that installation's
+hub cold start over a bare PySide6 window started by the same interpreter, with nothing of this
+checkout on its path. Goal ≤ 1.3.
+
+Run: .venv/bin/python benchmarks/startup.py [--runs N] [--installed PYTHON]
 """
 
 from __future__ import annotations
@@ -113,21 +118,25 @@ class Session:
         shutil.rmtree(self.runtime, ignore_errors=True)
 
 
-def bare_cold_start(base: Path) -> float:
+def bare_cold_start(base: Path, python: str = sys.executable) -> float:
     session = Session(base, "bare")
+    if python != sys.executable:
+        session.env.pop("PYTHONPATH", None)
     start = time.monotonic()
-    process = subprocess.Popen([sys.executable, "-c", BARE_WINDOW], env=session.env)
+    process = subprocess.Popen([python, "-c", BARE_WINDOW], env=session.env)
     _, painted = session.wait_for_mark("bare")
     process.wait()
     session.close()
     return painted - start
 
 
-def hub_cold_start(base: Path) -> float:
+def hub_cold_start(base: Path, python: str = sys.executable) -> float:
     session = Session(base, "hub")
     session.env["WORKBENCH_NO_SPARE"] = "1"
+    if python != sys.executable:
+        session.env.pop("PYTHONPATH", None)  # the installation's own package, not this checkout
     start = time.monotonic()
-    subprocess.Popen([sys.executable, "-m", "workbench.app.hub_process"], env=session.env,
+    subprocess.Popen([python, "-m", "workbench.app.hub_process"], env=session.env,
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     _, painted = session.wait_for_mark("welcome")
     session.close()
@@ -225,12 +234,33 @@ def _compile_package() -> None:
     compileall.compile_dir(Path(workbench.__file__).parent, quiet=1)
 
 
+def installed_cold_start(python: str, runs: int) -> dict:
+    """The installed app's hub cold start over a bare window of the same interpreter."""
+    where = subprocess.run([python, "-c", "import workbench; print(workbench.__file__)"], capture_output=True,
+                           text=True, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, check=True,
+                           cwd="/")
+    base = Path(tempfile.mkdtemp(prefix="wb-bench-installed-"))
+    bare, hub = [], []
+    for _ in range(runs):  # interleaved, as the clone's
+        bare.append(bare_cold_start(base, python))
+        hub.append(hub_cold_start(base, python))
+    shutil.rmtree(base, ignore_errors=True)
+    bare_s, hub_s = statistics.median(bare), statistics.median(hub)
+    return {"installed_python": python, "installed_package": where.stdout.strip(),
+            "bare_window_cold_start_s": round(bare_s, 4), "installed_hub_cold_start_s": round(hub_s, 4),
+            "installed_cold_start_ratio": round(hub_s / bare_s, 3), "goal": 1.3, "runs": runs}
+
+
 def main() -> None:
-    _compile_package()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--roundtrips", type=int, default=2000)
+    parser.add_argument("--installed", metavar="PYTHON", help="an installed Workbench's interpreter")
     args = parser.parse_args()
+    if args.installed:
+        print(json.dumps(installed_cold_start(args.installed, args.runs), indent=2))
+        return
+    _compile_package()
     base = Path(tempfile.mkdtemp(prefix="wb-bench-"))
     projects = [create_from_template("digits", base / f"digits{i}").root for i in range(args.runs + 1)]
 
