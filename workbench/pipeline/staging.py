@@ -184,7 +184,7 @@ class StagingFollower:
             raise DeviceError(str(exc)) from None
         if info.is_cluster:
             raise DeviceError(f"run {info.id} trains on a cluster; staging pushes follow runs on this "
-                              "machine only (pull its checkpoints, then push one with `workbench device "
+                              "machine only (pull its checkpoints, then push one with `workbench pipeline "
                               "stage` once it ended)")
         self.run_id = info.id
         self.run_dir = Path(info.run_dir)
