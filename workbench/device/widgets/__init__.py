@@ -2,8 +2,9 @@
 discovered devices; pairing; this computer's agent; Push and Verify of a model with its result
 table, latency and history; the device's log; the output of a script run there), its commands
 in the palette, "Verify on Device…" in the right-click menus of .onnx and .mnn files in the
-Explorer and the Models panel, and "Run on Device" for Python scripts (the editor's current
-one, or one in the Explorer's menu).
+Explorer and the Models panel, "Run on Device" for Python scripts (the editor's current
+one, or one in the Explorer's menu), and "Push Alias to Devices…", which the Registry panel runs
+after rolling an alias back so that the devices follow.
 
 ``install(window)`` joins them to a project window after its first paint. The device services
 (zeroconf, keyring, NumPy, onnxruntime) are imported only inside the calls that need them, on
@@ -92,6 +93,18 @@ def _register_commands(window, panel, dock) -> None:
         context=("explorer", "models"),
         in_palette=False,
         applies_to=lambda path: Path(path).suffix.lower() in MODEL_SUFFIXES and Path(path).is_file())
+    def push_alias(alias: str | None = None, left: str | int | None = None, on_finished=None):
+        from workbench.device.widgets.alias_push import DEFAULT_ALIAS
+
+        if on_finished is None:  # run by another panel, that panel stays in front and says the outcome
+            shown()
+        return panel.push_alias(alias or DEFAULT_ALIAS, left, on_finished)
+
+    # The Registry panel runs it after a rollback (the registry knows no devices); a script
+    # or the palette too, to push again to devices that missed a push.
+    from workbench.device.widgets.alias_push import REDEPLOY_COMMAND
+
+    add(REDEPLOY_COMMAND, "Push Alias to Devices…", push_alias, category=CATEGORY)
     add("device.startLocal", "Start Local Device", lambda: (shown(), panel.session.start_local()),
         category=CATEGORY)
     add("device.refresh", "Refresh Devices", panel.session.refresh, category=CATEGORY)

@@ -356,6 +356,7 @@ class DevicesPanel(QWidget):
         session.sig_progress.connect(self.status.setText)
         session.sig_info.connect(self.show_device_info)
         session.sig_pushed.connect(self._pushed)
+        session.sig_alias_pushed.connect(self.show_alias_push)
         session.sig_paired.connect(lambda name: self.status.setText(f"Paired with {name}"))
         session.sig_forgotten.connect(lambda name: self.status.setText(
             f"Forgot {name} and its pinned certificate: Pair… to use it again"))
@@ -651,6 +652,31 @@ class DevicesPanel(QWidget):
             self.status.setText(f"The device has {name} already: nothing sent")
         else:
             self.status.setText(f"Pushed {name} ({_size_text(result.sent)} sent)")
+
+    def push_alias(self, alias: str, left: str | int | None = None, on_finished=None):
+        """Push ``alias``'s version to the slots that served ``left`` (``workbench device
+        redeploy``); returns the push's ``AliasPushOperation``."""
+        self.banner.hide()
+        self.status.setText(f"Pushing {alias} to the devices that served "
+                            f"{'the version it left' if left is None else f'{int(left):04d}'}…")
+        return self.session.redeploy_alias(alias, left, on_finished)
+
+    def show_alias_push(self, operation) -> None:
+        """Say what each device did with an alias push: the status line sums it up (each
+        device's line in its tooltip), the banner names the devices that did not switch."""
+        from workbench.device.widgets.alias_push import outcome_lines
+
+        self.status.setText(operation.summary)
+        if operation.result is None:
+            self.banner.show_message(operation.summary)
+            return
+        lines = outcome_lines(operation.result)
+        if lines:
+            self.status.setToolTip("\n".join(lines))
+        if not operation.ok:
+            missed = [line for line in lines if " switched to " not in line]
+            self.banner.show_message(f"{operation.alias} {operation.result.version} did not reach every device: "
+                                     + "; ".join(missed))
 
     # --- results -------------------------------------------------------------------------------
 

@@ -39,6 +39,7 @@ LOGS_KEY = "device.logs"
 FORGET_KEY = "device.forget"
 LIVENESS_KEY = "device.liveness"
 SCRIPT_KEY = "device.script"
+REDEPLOY_KEY = "device.redeployAlias"
 
 LIVENESS_INTERVAL_MS = 5000
 CONNECT_TIMEOUT_S = 0.5
@@ -105,6 +106,10 @@ class DeviceSession(QObject):
 
     sig_script_failed = Signal(str)
     """Running the script on a device failed or was stopped (the one-line reason)."""
+
+    sig_alias_pushed = Signal(object)
+    """An alias's version was pushed to the slots that served the version it left (its
+    ``AliasPushOperation``, finished: each device switched, failed or was unreachable)."""
 
     sig_progress = Signal(str)
     """What the running call is doing ("Running 64 samples on Phone and here: 32 done")."""
@@ -369,6 +374,38 @@ class DeviceSession(QObject):
 
         self._run(VERIFY_KEY, self._reporting(call), on_done=verified,
                   title=f"Verifying {model.name} on {self.device_name(target)} ({runtime})")
+
+    def redeploy_alias(self, alias: str, left: str | int | None = None, on_finished=None):
+        """Push the version ``alias`` points to to the slots whose last switched deploy was
+        ``left`` (default: the version the alias's last move left), as ``workbench device
+        redeploy`` does; returns its ``AliasPushOperation``, which ``on_finished`` gets too."""
+        from workbench.device.widgets.alias_push import AliasPushOperation
+
+        operation = AliasPushOperation(alias, left)
+
+        def call(progress=None, cancel=None):
+            from workbench.device.rollback import redeploy_alias
+
+            return redeploy_alias(self.project_dir, alias, left, progress=progress, cancel=cancel,
+                                  paired=self.paired_devices())
+
+        def over(result=None, error: str = "") -> None:
+            operation.finish(result, error, name_of=self.device_name)
+            self.sig_alias_pushed.emit(operation)
+            if on_finished is not None:
+                on_finished(operation)
+            if result is not None and any(o.state == "unreachable" for r in result.reports for o in r.outcomes):
+                self.refresh()  # the list shows the devices that did not answer offline now
+
+        if self.closed:
+            over(error="the window is closing")
+            return operation
+        if self.is_busy(REDEPLOY_KEY):  # two pushes to the same slots would race
+            over(error="a push to the devices is under way; push again once it is over")
+            return operation
+        self._run(REDEPLOY_KEY, self._reporting(call), on_done=over, on_failed=lambda message: over(error=message),
+                  title=f"Pushing {alias} to its devices")
+        return operation
 
     def history(self, model: Path | str) -> None:
         """Read the verifications of ``model``'s version (by sha256)."""

@@ -3,7 +3,9 @@ Dataset Version… cuts the next dataset version, and each thing one does with a
 palette command too. Every command takes keyword arguments, so a
 script or a test runs it without a menu (``commands.execute("registry.setAlias", version=3,
 alias="production", reason="passed QA")``); without them it acts on the selected version and
-asks what it needs."""
+asks what it needs. Rolling an alias back pushes the version it is back on to the devices that
+served the one it left when the window has the device capability (``push=False``: it does not).
+"""
 
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ def register_commands(window, panel, show) -> list[str]:
         shown(lambda version=None, alias=None, reason=None: panel.set_alias(version, alias, reason)),
         category=CATEGORY, enabled=has_versions)
     add("registry.rollbackAlias", "Roll Back Alias…",
-        shown(lambda alias=None, reason=None: panel.rollback(alias, reason)), category=CATEGORY,
+        shown(lambda alias=None, reason=None, push=True: panel.rollback(alias, reason, push)), category=CATEGORY,
         enabled=has_versions)
     add("registry.openInTool", "Open Version in Model Tool",
         shown(lambda version=None, tool=None: panel.open_in_tool(version, tool)), category=CATEGORY,

@@ -1,5 +1,6 @@
 """The Registry panel's dialogs: point an alias at a version (with the reason recorded), roll an
-alias back, and the history of every alias move. Each is opened without blocking the window
+alias back (and push the version it goes back to to the devices serving the one it leaves), and
+the history of every alias move. Each is opened without blocking the window
 (``open()``); the panel acts on ``accepted``."""
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QCheckBox,
     QComboBox,
     QDialog,
     QDialogButtonBox,
@@ -92,9 +94,15 @@ class SetAliasDialog(QDialog):
 class RollbackDialog(QDialog):
     """Which alias to move back to the version it pointed at before its last move."""
 
-    def __init__(self, aliases: dict[str, int], preferred: str = "", parent: QWidget | None = None):
+    def __init__(self, aliases: dict[str, int], preferred: str = "", parent: QWidget | None = None,
+                 serving: dict[str, list[str]] | None = None):
+        """``serving``: for each alias, the device slots that serve the version it is on now
+        ("Phone A (classifier)"); when some do, a check box offers to push the version the alias
+        goes back to to them (left empty when the window cannot push to devices)."""
         super().__init__(parent)
         self.setObjectName("registry-rollback-dialog")
+        self._targets = aliases
+        self._serving = serving or {}
         self.setWindowTitle("Roll Back Alias")
         form = QFormLayout(self)
         self.alias_box = QComboBox()
@@ -112,6 +120,17 @@ class RollbackDialog(QDialog):
         hint.setWordWrap(True)
         theme.set_themed_style_sheet(hint, "color: @MUTED_TEXT;")
         form.addRow(hint)
+        self.push_box = QCheckBox()
+        self.push_box.setObjectName("registry-rollback-push")
+        self.push_box.setChecked(True)
+        form.addRow(self.push_box)
+        self.serving_label = QLabel()
+        self.serving_label.setObjectName("registry-rollback-serving")
+        self.serving_label.setWordWrap(True)
+        theme.set_themed_style_sheet(self.serving_label, "color: @MUTED_TEXT;")
+        form.addRow(self.serving_label)
+        self.alias_box.currentIndexChanged.connect(lambda _index: self._offer_push())
+        self._offer_push()
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.button(QDialogButtonBox.StandardButton.Ok).setText("Roll Back")
         buttons.accepted.connect(self.accept)
@@ -125,6 +144,22 @@ class RollbackDialog(QDialog):
     @property
     def reason(self) -> str:
         return self.reason_edit.text().strip()
+
+    @property
+    def push_to_devices(self) -> bool:
+        """Whether the devices serving the version the alias leaves get the one it goes back
+        to (the command line's default; ``--no-push`` unchecks it)."""
+        return self.push_box.isChecked()
+
+    def _offer_push(self) -> None:
+        # Offered only when some device serves the version the chosen alias is on now.
+        slots = self._serving.get(self.alias, [])
+        target = self._targets.get(self.alias)
+        self.push_box.setText(f"Push it to the devices serving {format_number(target)}" if target is not None
+                              else "Push it to the devices")
+        self.serving_label.setText(f"{format_number(target)} is served by {', '.join(slots)}." if slots else "")
+        self.push_box.setVisible(bool(slots))
+        self.serving_label.setVisible(bool(slots))
 
 
 HISTORY_COLUMNS = ("Time", "Alias", "From → To", "Action", "Reason", "User")

@@ -8,6 +8,10 @@ the panel opens, on Refresh, and shortly after anything under the registry folde
 training and the command line register and remove versions from other processes. Every change
 runs on the window's task runner: it takes the registry's lock, which another process may hold
 for a while.
+
+Rolling an alias back also moves the devices when the window has the device capability: the
+panel runs its ``device.redeployAlias`` command (the registry never imports the device
+capability) and says on its status line that the push is under way, then how it went.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from PySide6.QtWidgets import (
 
 from workbench.qt import theme
 from workbench.qt.tasks import Operation, TaskRunner
-from workbench.registry.deployments import still_serving_hint
+from workbench.registry.deployments import slots_serving, still_serving_hint
 from workbench.registry.errors import RegistryError
 from workbench.registry.models import ModelRegistry, ModelVersion, RetentionReport
 from workbench.registry.settings import RegistrySettings, read_settings
@@ -58,6 +62,9 @@ VIEW_BUTTON_STYLE = ("QToolButton { padding: 2px 6px; border: 1px solid transpar
                      "QToolButton:hover:!checked { border-color: @PANEL_BORDER; }")
 TOOLS_CATEGORY = "Model Tools"
 """The category of the model tools' commands, which the Explorer offers on a model file."""
+DEVICE_PUSH_COMMAND = "device.redeployAlias"
+"""The device capability's command (when the window has it) that pushes an alias's version to the
+device slots that served the version it left: ``alias``, ``left``, ``on_finished(operation)``."""
 MODELS_CONTEXT = "models"
 """The context of commands other capabilities offer on a model (Verify on Device…)."""
 EMPTY_TEXT = ("No model versions yet.\n\nA run that makes a model registers it as the next version when it "
@@ -73,6 +80,10 @@ class RegistryPanel(QWidget):
 
     sig_operation_finished = Signal(object)
     """A change the panel started (an ``Operation``) is over: done or failed."""
+
+    sig_devices_followed = Signal(object)
+    """A push to the devices after a rollback is over (the device command's operation, with
+    ``ok`` and ``summary``), and the status line says how it went."""
 
     def __init__(self, project_root: Path, project_settings: Callable[[], dict], tasks: TaskRunner,
                  commands=None, show_error: Callable[[str], None] | None = None,
@@ -90,6 +101,8 @@ class RegistryPanel(QWidget):
         self.alias_targets: dict[str, int] = {}
         self._keys = itertools.count(1)
         self.operations: list[Operation] = []
+        self.device_push = None
+        """What the device command returned for the last push after a rollback."""
 
         self.buttons: dict[str, QToolButton] = {}
         self._bar_actions: dict[str, object] = {}
@@ -396,8 +409,12 @@ class RegistryPanel(QWidget):
                             + (f" (it was on {format_number(move.previous)})" if move.previous is not None else "")
                             + ".")
 
-    def rollback(self, alias: str | None = None, reason: str | None = None) -> Operation | RollbackDialog | None:
-        """Move ``alias`` back one move; without ``alias``, ask which."""
+    def rollback(self, alias: str | None = None, reason: str | None = None,
+                 push: bool = True) -> Operation | RollbackDialog | None:
+        """Move ``alias`` back one move; without ``alias``, ask which (and whether the devices
+        follow). When device slots served the version it left, ``push`` and the window can push
+        to devices, they get the version it is back on, as ``workbench registry rollback`` does;
+        otherwise the status line names them and the command that pushes to them."""
         if self.registry is None:
             return None
         if alias is None:
@@ -406,18 +423,51 @@ class RegistryPanel(QWidget):
                 self.say("There is no alias to roll back: set one first (Set Alias…).", error=True)
                 return None
             selected = self.selected_version()
-            dialog = RollbackDialog(aliases, selected.aliases[0] if selected and selected.aliases else "", self)
+            serving = self._slots_serving(aliases) if self.can_push_to_devices() else {}
+            dialog = RollbackDialog(aliases, selected.aliases[0] if selected and selected.aliases else "", self,
+                                    serving)
             dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
-            dialog.accepted.connect(lambda: self.rollback(dialog.alias, dialog.reason))
+            dialog.accepted.connect(lambda: self.rollback(dialog.alias, dialog.reason, dialog.push_to_devices))
             dialog.open()
             return dialog
         registry = self.registry
-        # The devices do not follow (the registry knows no devices): say which still serve the
-        # version the alias left, and the command that pushes to them.
         return self._change("rollback", f"Rolling back {alias}", lambda: registry.rollback(alias, reason or ""),
-                            lambda move: f"{alias} is back on version {format_number(move.version)}"
-                            + (f" (from {format_number(move.previous)})." if move.previous is not None else ".")
-                            + _prefixed(" ", still_serving_hint(registry.store.folder, move)))
+                            lambda move: self._rolled_back(registry, move, push))
+
+    def can_push_to_devices(self) -> bool:
+        """Whether the window has the device capability's command that pushes an alias."""
+        return self.commands is not None and DEVICE_PUSH_COMMAND in self.commands
+
+    def _slots_serving(self, aliases: dict[str, int]) -> dict[str, list[str]]:
+        """For each alias, the device slots that serve the version it is on (the deploy log's)."""
+        return {name: [f"{served.device} ({served.slot})"
+                       for served in slots_serving(self.registry.store.folder, version, name)]
+                for name, version in aliases.items()}
+
+    def _rolled_back(self, registry: ModelRegistry, move, push: bool) -> str:
+        text = (f"{move.alias} is back on version {format_number(move.version)}"
+                + (f" (from {format_number(move.previous)})." if move.previous is not None else "."))
+        hint = still_serving_hint(registry.store.folder, move)
+        if not hint:
+            return text
+        if not (push and self.can_push_to_devices()):
+            return f"{text} {hint}"
+        # The registry knows no devices: the device capability pushes, through its command.
+        # Its answer is said on the next turn of the event loop, after this line.
+        try:
+            self.device_push = self.commands.execute(
+                DEVICE_PUSH_COMMAND, alias=move.alias, left=move.previous,
+                on_finished=lambda operation: QTimer.singleShot(0, lambda: self._devices_followed(text, operation)))
+        except Exception as exc:  # another capability's code: never crash the panel
+            log.exception("Pushing %s to the devices failed", move.alias)
+            return f"{text} Pushing to the devices did not start ({exc or type(exc).__name__}): {hint}"
+        return (f"{text} Pushing {format_number(move.version)} to the devices that serve "
+                f"{format_number(move.previous)}…")
+
+    def _devices_followed(self, text: str, operation) -> None:
+        summary = getattr(operation, "summary", "") or "the push to the devices ended"
+        self.say(f"{text} {summary}", error=not getattr(operation, "ok", False))
+        self.sig_devices_followed.emit(operation)
 
     def remove_version(self, version: int | str | None = None, confirm: bool = True) -> Operation | QMessageBox | None:
         """Remove the version, after the user confirms (``confirm=False``: at once)."""
@@ -605,6 +655,3 @@ def _retention_text(report: RetentionReport) -> str:
     return (f"Retention removed version{'s' if len(report.plan.remove) > 1 else ''} {names} "
             f"({len(report.plan.files_removed)} files, {format_size(report.removed_bytes)}): {_freed(report)}.")
 
-
-def _prefixed(prefix: str, text: str) -> str:
-    return prefix + text if text else ""
