@@ -23,6 +23,12 @@ def open_window(device_window, root):
     return window, registry_panel_of(window), devices_panel_of(window)
 
 
+def laid_out(qtbot, label) -> None:
+    """Wait until ``label`` (word-wrapped) has the height its text needs: a longer text is laid
+    out on a later turn of the event loop, and a picture taken before shows it cut."""
+    qtbot.waitUntil(lambda: label.height() >= label.heightForWidth(label.width()), timeout=TIMEOUT_MS)
+
+
 def roll_back_in_dialog(window, panel, push: bool, reason: str = ""):
     """Open Roll Back… from the palette, choose production and accept; the dialog, and the
     status line as it was when the alias had moved."""
@@ -66,6 +72,7 @@ def test_roll_back_in_the_window_pushes_the_older_model_to_both_devices(
     assert devices.status.full_text() == operation.summary and not devices.banner.isVisible()
     assert "Deploy Phone 1 switched to 0000 (classifier)" in devices.status.toolTip()
     assert "devices still serve" not in text
+    laid_out(qtbot, panel.status_line)
     shot = screenshot(panel, "registry-rollback-pushed")
     assert shot.stat().st_size > 0
 
@@ -86,6 +93,7 @@ def test_unchecked_nothing_is_pushed_and_push_alias_to_devices_pushes_later(
         "Deploy Phone 2 (classifier); run `workbench device redeploy production` to push 0000 to them.")
     for agent in slot_agents:
         assert served(agent)[0] == newer
+    laid_out(qtbot, panel.status_line)
     shot = screenshot(panel, "registry-rollback-not-pushed")
     assert shot.stat().st_size > 0
 
@@ -116,6 +124,10 @@ def test_a_device_that_is_down_is_named_and_a_second_push_reaches_it_once_it_is_
     assert text.endswith(". Push Alias to Devices… again once they are back.")
     assert "Deploy Phone 2 unreachable" in devices.banner.text()
     assert "Deploy Phone 1" not in devices.banner.text()
+    # The device that did not answer is listed offline now.
+    qtbot.waitUntil(lambda: {row["address"]: row.get("status") for row in devices.device_rows()}.get(down.address)
+                    == "offline", timeout=TIMEOUT_MS)
+    laid_out(qtbot, panel.status_line)
     shot = screenshot(window, "rollback-device-down")
     assert shot.stat().st_size > 0
 
