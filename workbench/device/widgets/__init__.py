@@ -93,6 +93,7 @@ def _register_commands(window, panel, dock) -> None:
         context=("explorer", "models"),
         in_palette=False,
         applies_to=lambda path: Path(path).suffix.lower() in MODEL_SUFFIXES and Path(path).is_file())
+
     def push_alias(alias: str | None = None, left: str | int | None = None, on_finished=None):
         from workbench.device.widgets.alias_push import DEFAULT_ALIAS
 
