@@ -9,6 +9,7 @@ the links leave out this checkout's own editable installs, so only the installed
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import os
 import re
 import subprocess
@@ -39,6 +40,9 @@ def run(command: list, cwd: Path | str, env: dict | None = None, timeout: float 
 
 def build(project: Path, outdir: Path, *options: str) -> list[Path]:
     """``python -m build --outdir OUTDIR [options] PROJECT``; the files it made."""
+    if importlib.util.find_spec("build") is None:
+        raise AssertionError("the build package (python -m build) is not installed in this venv: run "
+                             "scripts/setup.sh, which installs the test extra that lists it")
     before = set(outdir.glob("*")) if outdir.exists() else set()
     # From the repository root, as packaging/build.sh runs it: the root is then sys.path[0], and
     # the build tools import the packaging library past the packaging/ folder there.
