@@ -47,9 +47,10 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     # torch goes first and pinned: the CPU build of this version is what every machine has.
     echo "Installing Python packages into .venv (the first time takes a minute)"
     .venv/bin/pip install --disable-pip-version-check -q "torch==2.13.0" 2>&1 | grep -v "is ignored" || true
-    .venv/bin/pip install --disable-pip-version-check -q -e '.[test]' 2>&1 | grep -v "is ignored" || true
-    .venv/bin/pip install --disable-pip-version-check -q -e plugins/workbench-mnn 2>&1 | grep -v "is ignored" || true
-    .venv/bin/pip install --disable-pip-version-check -q -e 'device_sdk[mdns]' 2>&1 | grep -v "is ignored" || true
+    # One command, the agent first: workbench needs the device agent, which no index has but this
+    # checkout (pip 23 looks for it on the indexes when it comes after workbench).
+    .venv/bin/pip install --disable-pip-version-check -q -e 'device_sdk[mdns]' -e '.[test]' \
+        -e plugins/workbench-mnn 2>&1 | grep -v "is ignored" || true
     .venv/bin/python -c "import torch, PySide6, workbench" || { echo "The install failed; see above." >&2; exit 1; }
     echo "$want" > "$stamp"
 fi
