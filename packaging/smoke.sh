@@ -5,11 +5,19 @@
 # menu entry's Exec line under Xvfb; then removes and purges the package and checks nothing of
 # it is left. Prints each step, then PASS, or FAIL and the step that failed.
 #
-# Usage: sudo bash packaging/smoke.sh [DEB]   (default: the newest dist/workbench_*_amd64.deb)
+# Usage: sudo bash packaging/smoke.sh [--upgrade-from OLD_DEB] [DEB]
+#   DEB            the package to test (default: the newest dist/workbench_*_amd64.deb)
+#   --upgrade-from first install OLD_DEB, then DEB over it: an upgrade in place
 # The user's data goes to a temporary HOME; the machine's own Workbench data is not touched.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+OLD_DEB=""
+if [ "${1:-}" = --upgrade-from ]; then
+    [ -f "${2:-}" ] || { echo "FAIL: --upgrade-from needs an existing .deb, not '${2:-}'" >&2; exit 1; }
+    OLD_DEB="$(readlink -f "$2")"; shift 2
+fi
+case "${1:-}" in -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 DEB="${1:-$(ls -t "$REPO"/dist/workbench_*_amd64.deb 2>/dev/null | head -n 1)}"
 CURRENT_STEP="start"
 WORK=""
@@ -68,14 +76,32 @@ cleanup() {
 }
 trap cleanup EXIT
 
+apt_install() {
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=600 "$1" > "$WORK/apt.log" 2>&1 \
+        || { tail -20 "$WORK/apt.log"; fail "apt-get install $1 failed (log above)"; }
+}
+
+if [ -n "$OLD_DEB" ]; then
+    step "Install the older $(basename "$OLD_DEB") first, to upgrade it in place"
+    apt_install "$OLD_DEB"
+    /usr/bin/workbench --version
+    /opt/workbench/bin/python -c 'import workbench' # bytecode made by use, which the upgrade must not leave stale
+    dpkg-query -L workbench | sort > "$WORK/old-files.txt"
+fi
+
 step "Install $(basename "$DEB") (apt brings its dependencies)"
 dpkg -s workbench >/dev/null 2>&1 && echo "    (replacing the installed workbench $(dpkg-query -W -f '${Version}' workbench))"
 t0=$(date +%s)
-DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Lock::Timeout=600 "$DEB" > "$WORK/apt.log" 2>&1 \
-    || { tail -20 "$WORK/apt.log"; fail "apt-get install failed (log above)"; }
+apt_install "$DEB"
 [ "$(dpkg-query -W -f '${Status} ${Version}' workbench)" = "install ok installed $VERSION" ] \
     || fail "dpkg does not list workbench $VERSION as installed"
 echo "    installed in $(( $(date +%s) - t0 )) s"
+if [ -n "$OLD_DEB" ]; then
+    dpkg-query -L workbench | sort > "$WORK/new-files.txt"
+    stale="$(comm -23 "$WORK/old-files.txt" "$WORK/new-files.txt" | while read -r f; do [ -e "$f" ] && [ ! -d "$f" ] && echo "$f"; done)"
+    [ -z "$stale" ] || fail "files of the old version the new one lacks are left: $(echo "$stale" | head -5)"
+    echo "    upgraded in place from $(dpkg-deb -f "$OLD_DEB" Version): $(comm -23 "$WORK/old-files.txt" "$WORK/new-files.txt" | wc -l) paths of the old version gone, $(comm -13 "$WORK/old-files.txt" "$WORK/new-files.txt" | wc -l) new"
+fi
 
 step "/usr/bin/workbench --version"
 out="$(/usr/bin/workbench --version)"; echo "    $out"
@@ -96,7 +122,7 @@ t0=$(date +%s)
 echo "    trained in $(( $(date +%s) - t0 )) s"
 model="$(ls "$WORK"/digits/runs/*/outputs/model.pt 2>/dev/null | tail -n 1)"
 [ -n "$model" ] || fail "the run wrote no outputs/model.pt"
-grep -rqs "/opt/workbench" "$(dirname "$(dirname "$model")")" || echo "    (the run folder does not name /opt/workbench)"
+grep -rqs "/opt/workbench/bin/python" "$(dirname "$(dirname "$model")")" || fail "the run did not record /opt/workbench/bin/python as its interpreter"
 
 step "workbench model convert, then model quantize"
 /usr/bin/workbench model convert "$model"
@@ -167,6 +193,17 @@ done
 xwininfo -root -tree | grep 'Workbench"' | head -n 3 || true
 [ "$window_seen" = 1 ] || fail "no Workbench window appeared on $display within 60 s (hub log: $WORKBENCH_RUNTIME_DIR/hub.log)"
 /usr/bin/workbench windows --all || fail "the hub started from the menu entry does not answer"
+# The hub started from the menu opens the project in a window process of its own.
+env "$MARKER" /usr/bin/workbench open "$WORK/digits"
+project_listed=0
+for _ in $(seq 60); do
+    if /usr/bin/workbench windows --json 2>/dev/null | grep -qF "$WORK/digits"; then project_listed=1; break; fi
+    sleep 1
+done
+/usr/bin/workbench windows
+[ "$project_listed" = 1 ] || fail "the hub does not list a window of $WORK/digits within 60 s"
+for _ in $(seq 30); do xwininfo -root -tree 2>/dev/null | grep -q 'digits.*Workbench"' && break; sleep 1; done
+sleep 3  # the window's first paint, for the picture
 hub_exe="$(for pid in $(processes_we_started); do { tr '\0' ' ' < "/proc/$pid/cmdline"; } 2>/dev/null; echo; done | grep -m1 'hub_process' || true)"
 [[ "$hub_exe" == /opt/workbench/bin/python* ]] || fail "no hub process of /opt/workbench runs (found: '$hub_exe')"
 echo "    process: $hub_exe"
