@@ -98,7 +98,7 @@ apt_install "$DEB"
 echo "    installed in $(( $(date +%s) - t0 )) s"
 if [ -n "$OLD_DEB" ]; then
     dpkg-query -L workbench | sort > "$WORK/new-files.txt"
-    stale="$(comm -23 "$WORK/old-files.txt" "$WORK/new-files.txt" | while read -r f; do [ -e "$f" ] && [ ! -d "$f" ] && echo "$f"; done)"
+    stale="$(comm -23 "$WORK/old-files.txt" "$WORK/new-files.txt" | while read -r f; do if [ -e "$f" ] && [ ! -d "$f" ]; then echo "$f"; fi; done)"
     [ -z "$stale" ] || fail "files of the old version the new one lacks are left: $(echo "$stale" | head -5)"
     echo "    upgraded in place from $(dpkg-deb -f "$OLD_DEB" Version): $(comm -23 "$WORK/old-files.txt" "$WORK/new-files.txt" | wc -l) paths of the old version gone, $(comm -13 "$WORK/old-files.txt" "$WORK/new-files.txt" | wc -l) new"
 fi
@@ -220,6 +220,8 @@ unset DISPLAY
 step "dpkg -r workbench, then dpkg -P workbench: nothing of the package is left"
 dpkg-query -L workbench > "$WORK/package-files.txt"
 dpkg -r workbench
+# Removal alone (no purge) leaves nothing under /opt/workbench: no bytecode, no empty folders.
+[ ! -e /opt/workbench ] || { find /opt/workbench | head -20; fail "dpkg -r left /opt/workbench (above)"; }
 dpkg -P workbench
 dpkg -s workbench >/dev/null 2>&1 && fail "dpkg still knows workbench"
 [ ! -e /opt/workbench ] || { find /opt/workbench | head -20; fail "/opt/workbench is still there (above)"; }
