@@ -110,6 +110,12 @@ out="$(/usr/bin/workbench --version)"; echo "    $out"
     || fail "/opt/workbench/bin/python is not the system's python3.11"
 grep -rlIF "/build/deb/root" /opt/workbench/bin /opt/workbench/pyvenv.cfg && fail "files of /opt/workbench name the build's staging root"
 head -n 1 /opt/workbench/bin/workbench | grep -qx '#!/opt/workbench/bin/python' || fail "the workbench script's shebang is not /opt/workbench/bin/python"
+for type in application/x-onnx text/x-workbench-hparams; do
+    [ -f "/usr/share/mime/$type.xml" ] || fail "the MIME database does not know $type (update-mime-database in postinst)"
+done
+for size in 16x16 24x24 32x32 48x48 64x64 128x128 256x256 scalable; do
+    ls /usr/share/icons/hicolor/$size/apps/workbench.* >/dev/null 2>&1 || fail "no $size icon in the hicolor theme"
+done
 
 step "workbench new --template digits"
 export QT_QPA_PLATFORM=offscreen
@@ -232,4 +238,7 @@ while IFS= read -r path; do
     if [ -e "$path" ] && [ ! -d "$path" ] || [ -L "$path" ]; then left="$left $path"; fi
 done < "$WORK/package-files.txt"
 [ -z "$left" ] || fail "files of the package are left:$left"
+for type in application/x-onnx text/x-workbench-hparams; do
+    [ ! -e "/usr/share/mime/$type.xml" ] || fail "the MIME database still holds $type (update-mime-database in postrm)"
+done
 echo "    $(wc -l < "$WORK/package-files.txt") paths of the package, none left; /opt/workbench gone"
