@@ -70,8 +70,10 @@ VERSION="${VERSION:-$SOURCE_VERSION}"
 DEB_VERSION="$(echo "$VERSION" | sed -E 's/\.?(a|b|rc)([0-9]+)/~\1\2/; s/\.dev([0-9]+)/~dev\1/; s/\.post([0-9]+)/+post\1/')"
 
 [ -x "$SYSTEM_PYTHON" ] || die "$SYSTEM_PYTHON is missing: install python3.11 and python3.11-venv (apt-get install python3.11-venv)"
+command -v git >/dev/null || die "git is missing: the sources to build are what git tracks (apt-get install git)"
 if [ $BUILD_DEB = 1 ]; then
     command -v dpkg-deb >/dev/null || die "dpkg-deb is missing: the .deb is built on Debian or Ubuntu (apt-get install dpkg-dev)"
+    command -v readelf >/dev/null || die "readelf is missing: it checks the .deb's Depends against the libraries it needs (apt-get install binutils)"
 fi
 
 START=$(date +%s)
