@@ -15,7 +15,7 @@ from PySide6.QtWidgets import QApplication
 from workbench.project.resources import resources_dir
 from workbench.qt.icons import TAB_ICON_PROPERTY, ThemedIcons, icon
 
-APPLICATION_ICON = "workbench.svg"
+APPLICATION_ICON = "icons/workbench.svg"
 
 # Menu items with an icon, by command id (the usual ones of an Edit menu, and a few more).
 MENU_ICONS = {
@@ -26,7 +26,7 @@ MENU_ICONS = {
 
 
 def application_icon() -> QIcon:
-    """Workbench's icon (``resources/workbench.svg``), for every window of the process."""
+    """Workbench's icon (``resources/icons/workbench.svg``, the menu entry's too), for every window of the process."""
     return QIcon(str(resources_dir() / APPLICATION_ICON))
 
 
