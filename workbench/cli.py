@@ -40,6 +40,8 @@ CAPABILITY_GROUPS: dict[str, str] = {
 }
 
 HUB_START_TIMEOUT_S = 15.0
+# Model files that, outside any project, open in the Inspect tool's window.
+OPENED_IN_INSPECT = (".onnx", ".pt", ".pth", ".pt2")
 
 
 class LazyGroup(click.Group):
@@ -47,6 +49,14 @@ class LazyGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*super().list_commands(ctx), *CAPABILITY_GROUPS])
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        # `workbench PATH…`, which a file manager runs through the desktop entry's
+        # `Exec=workbench %F`, opens what it names (a command's name always wins).
+        if args and not args[0].startswith("-") and args[0] not in self.list_commands(ctx) \
+                and Path(args[0]).expanduser().exists():
+            return "open", self.get_command(ctx, "open"), args
+        return super().resolve_command(ctx, args)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name in CAPABILITY_GROUPS:
@@ -146,15 +156,27 @@ def cli(ctx: click.Context, foreground: bool) -> None:
 
 
 @cli.command("open")
-@click.argument("path", type=click.Path(path_type=Path))
+@click.argument("paths", metavar="PATH...", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--line", type=click.IntRange(min=1), help="Line to show when PATH is a file (1 is the first).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
-def open_command(path: Path, line: int | None, as_json: bool) -> None:
-    """Open the project at PATH (a folder, or a file inside a project) in its own window.
+def open_command(paths: tuple[Path, ...], line: int | None, as_json: bool) -> None:
+    """Open the project at PATH (a folder, or a file inside a project) in its own window; a
+    model file (.onnx, .pt, ...) outside any project opens in a window of the Inspect tool.
 
-    Forwards to the running hub and returns at once; starts a hub if none runs.
+    Forwards to the running hub and returns at once; starts a hub if none runs. `workbench
+    PATH...` does the same (what a file manager runs for the files it opens in Workbench).
     """
-    root, file = _project_root_for(path.expanduser().resolve())
+    results = [_open_one(path.expanduser().resolve(), line) for path in paths]
+    said = [result.pop("said") for result in results]
+    emit(results[0] if len(results) == 1 else results, as_json, "\n".join(said))
+
+
+def _open_one(path: Path, line: int | None) -> dict:
+    from workbench.project.project_file import enclosing_project
+
+    if path.is_file() and path.suffix.lower() in OPENED_IN_INSPECT and enclosing_project(path.parent) is None:
+        return _open_in_inspect(path)
+    root, file = _project_root_for(path)
     hub = _connect_hub(replace_foreign=True)
     if hub is None:
         _require_display()
@@ -165,7 +187,19 @@ def open_command(path: Path, line: int | None, as_json: bool) -> None:
             result = hub.call(messages.HUB_OPEN_PROJECT,
                               {"path": str(root), "file": str(file) if file else None, "line": line})
     verb = "Focused" if result.get("already_open") else "Opened"
-    emit(result, as_json, f"{verb} {root} (pid {result['pid']})")
+    return {**result, "said": f"{verb} {root} (pid {result['pid']})"}
+
+
+def _open_in_inspect(model: Path) -> dict:
+    hub = _connect_hub(replace_foreign=True)
+    if hub is None:
+        _require_display()
+        from workbench.app import launcher
+
+        hub = _wait_for_hub(launcher.spawn_hub(show_welcome=False))
+    with hub:
+        result = hub.call(messages.HUB_OPEN_TOOL, {"tool": "inspect", "values": {"model": str(model)}, "run": True})
+    return {**result, "said": f"Opened {model} in Inspect (pid {result['pid']})"}
 
 
 def _project_root_for(path: Path) -> tuple[Path, Path | None]:

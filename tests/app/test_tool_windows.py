@@ -242,3 +242,21 @@ def test_a_tool_window_has_quit_workbench_and_without_a_hub_it_closes_only_itsel
     with qtbot.waitSignal(window.sig_closed):
         host.commands.execute("workbench.quit")  # no hub to ask
     assert not window.isVisible()
+
+
+def test_workbench_given_paths_opens_a_project_file_in_its_window_and_a_loose_model_in_inspect(
+        workbench, child_tools, digits, tmp_path):
+    """`workbench PATH...` is what a file manager runs through the desktop entry (Exec=workbench %F)."""
+    project = digits[0]
+    model = make_onnx(tmp_path / "downloads" / "tiny.onnx")
+    hparams = project / "hparams" / "digits.hparams"
+    opened = workbench.run(str(hparams), str(model))
+    assert f"Opened {project.resolve()}" in opened.stdout and f"Opened {model} in Inspect" in opened.stdout
+    entry = workbench.wait_for_project(project)
+    assert workbench.command(entry["window_id"], "editor.describe")["path"] == str(hparams.resolve())
+    tool = wait_until(lambda: next((w for w in tool_windows(workbench) if w["state"] == "ready"), None),
+                      30, 0.1, "the Inspect window to register")
+    assert tool["title"] == "Inspect — tiny.onnx"
+    assert wait_for_state(workbench, tool["window_id"])["state"] == "succeeded"
+    # A command's name wins over a file of that name in the current folder.
+    assert workbench.run("windows", "--json").returncode == 0
