@@ -199,8 +199,11 @@ done
 xwininfo -root -tree | grep 'Workbench"' | head -n 3 || true
 [ "$window_seen" = 1 ] || fail "no Workbench window appeared on $display within 60 s (hub log: $WORKBENCH_RUNTIME_DIR/hub.log)"
 /usr/bin/workbench windows --all || fail "the hub started from the menu entry does not answer"
-# The hub started from the menu opens the project in a window process of its own.
-env "$MARKER" /usr/bin/workbench open "$WORK/digits"
+# A file manager opening the project's .hparams file runs the Exec line with %F as that file:
+# the hub started from the menu opens the project in a window process of its own.
+read -ra open_file <<< "$(echo "$exec_line" | sed "s| %F| $WORK/digits/hparams/digits.hparams|")"
+echo "    opening a .hparams file as a file manager does: ${open_file[*]}"
+(cd "$HOME" && env "$MARKER" PATH="/usr/bin:/bin" "${open_file[@]}") || fail "the Exec line did not open $WORK/digits/hparams/digits.hparams"
 project_listed=0
 for _ in $(seq 60); do
     if /usr/bin/workbench windows --json 2>/dev/null | grep -qF "$WORK/digits"; then project_listed=1; break; fi
