@@ -40,8 +40,6 @@ CAPABILITY_GROUPS: dict[str, str] = {
 }
 
 HUB_START_TIMEOUT_S = 15.0
-# Model files that, outside any project, open in the Inspect tool's window.
-OPENED_IN_INSPECT = (".onnx", ".pt", ".pth", ".pt2")
 
 
 class LazyGroup(click.Group):
@@ -172,10 +170,13 @@ def open_command(paths: tuple[Path, ...], line: int | None, as_json: bool) -> No
 
 
 def _open_one(path: Path, line: int | None) -> dict:
-    from workbench.project.project_file import enclosing_project
+    if path.is_file():
+        from workbench.modeltools.inspect import SPEC as INSPECT
+        from workbench.project.project_file import enclosing_project
 
-    if path.is_file() and path.suffix.lower() in OPENED_IN_INSPECT and enclosing_project(path.parent) is None:
-        return _open_in_inspect(path)
+        # A model file outside any project: the files the Inspect tool reads.
+        if path.suffix.lower() in INSPECT.applies_to and enclosing_project(path.parent) is None:
+            return _open_in_inspect(path)
     root, file = _project_root_for(path)
     hub = _connect_hub(replace_foreign=True)
     if hub is None:

@@ -18,7 +18,8 @@ from workbench.device.deploy import list_slots
 from workbench.device.link import pair_device
 from workbench.pipeline import PipelineService
 from workbench.pipeline.errors import PipelineError
-from workbench.pipeline.staging import StagingFollower, StagingPlan, declared_tool_params, stage_run
+from workbench.pipeline.staging import (StagingFollower, StagingPlan, declared_steps, declared_tool_params,
+                                       stage_run)
 from workbench.platform.file_hashes import hash_file
 from workbench.registry import open_versions
 from workbench.registry.deployments import deployment_log, served_slots
@@ -200,8 +201,8 @@ def test_a_staged_checkpoint_is_converted_and_quantized_with_the_declared_steps_
     run = runs.start(None, ["num_epochs=2"], register=False)
     assert runs.wait(run.id, timeout=300).state == "completed"
     plan = StagingPlan([agent.address], every=1, quantize=True,
-                       convert=declared_tool_params(digits_project, "convert"),
-                       quantize_params=declared_tool_params(digits_project, "quantize"))
+                       convert=declared_tool_params(declared_steps(digits_project), "convert"),
+                       quantize_params=declared_tool_params(declared_steps(digits_project), "quantize"))
     report = stage_run(digits_project, run.id, plan)
     [push] = report.pushes
     assert (push.epoch, push.state) == (2, "switched"), report.to_text()

@@ -230,18 +230,16 @@ def preprocessing_of(info: dict, project_dir: Path | None = None) -> dict | str:
 
 
 def _project_preprocessing(project_dir: Path) -> dict | None:
-    import tomllib
+    from workbench.project import ProjectError, load_project
 
-    path = Path(project_dir) / "workbench.toml"
     try:
-        table = tomllib.loads(path.read_text(encoding="utf-8")).get("deploy", {}).get("preprocessing")
-    except OSError:
-        return None
-    except tomllib.TOMLDecodeError as exc:
-        raise DeviceError(f"{path} is not valid TOML ({exc}); fix it and deploy again") from None
+        deploy = load_project(project_dir).settings.get("deploy")
+    except ProjectError as exc:
+        raise DeviceError(str(exc)) from None
+    table = deploy.get("preprocessing") if isinstance(deploy, dict) else None
     if table is not None and not isinstance(table, dict):
-        raise DeviceError(f"{path}: [deploy] preprocessing must be a table (e.g. [deploy.preprocessing] "
-                          f"divide_by = 16), not {table!r}")
+        raise DeviceError(f"{Path(project_dir) / 'workbench.toml'}: [deploy] preprocessing must be a table "
+                          f"(e.g. [deploy.preprocessing] divide_by = 16), not {table!r}")
     return table or None
 
 

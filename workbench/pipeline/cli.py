@@ -288,7 +288,8 @@ def stage_command(arguments: tuple[str, ...], devices: tuple[str, ...], every: i
     every device."""
     from workbench.device.errors import DeviceError
     from workbench.device.paired import PairedDevices
-    from workbench.pipeline.staging import StagingPlan, declared_tool_params, stage_run
+    from workbench.pipeline import PipelineError
+    from workbench.pipeline.staging import StagingPlan, declared_steps, declared_tool_params, stage_run
     from workbench.tasks import CancelToken
 
     if len(arguments) > 2:
@@ -298,14 +299,15 @@ def stage_command(arguments: tuple[str, ...], devices: tuple[str, ...], every: i
     cancel = CancelToken()
     with reported_errors(as_json):
         try:
-            plan = StagingPlan(list(devices), every, quantize, slot, declared_tool_params(project, "convert"),
-                               declared_tool_params(project, "quantize"), timeout_s)
+            steps = declared_steps(project)
+            plan = StagingPlan(list(devices), every, quantize, slot, declared_tool_params(steps, "convert"),
+                               declared_tool_params(steps, "quantize"), timeout_s)
             report = stage_run(project, arguments[-1], plan, _say, paired=PairedDevices(on_notice=_say),
                                cancel=cancel)
         except KeyboardInterrupt:
             cancel.cancel()
             raise
-        except DeviceError as exc:
+        except (DeviceError, PipelineError) as exc:
             raise CommandFailed(str(exc)) from None
     emit(report.to_json(), as_json, report.to_text())
     if not report.ok:

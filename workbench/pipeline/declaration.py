@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workbench.pipeline.errors import PipelineError
+from workbench.pipeline.errors import NoPipelineDeclared, PipelineError
 
 PROJECT_FILE = "workbench.toml"
 
@@ -102,7 +102,7 @@ def parse_declaration(text: str, file_name: str = PROJECT_FILE) -> PipelineDecla
     lines = text.splitlines()
     pipeline = settings.get("pipeline")
     if pipeline is None:
-        raise PipelineError(f"{file_name} declares no pipeline: add [[pipeline.steps]] tables, one a step "
+        raise NoPipelineDeclared(f"{file_name} declares no pipeline: add [[pipeline.steps]] tables, one a step "
                             "(tool = \"dataset\", \"train\", \"convert\", ...).")
     where = _Lines(lines, file_name)
     if not isinstance(pipeline, dict):

@@ -4,3 +4,7 @@
 class PipelineError(Exception):
     """A declaration that does not check out, a step that failed, an iteration that cannot
     start or go on."""
+
+
+class NoPipelineDeclared(PipelineError):
+    """The project's workbench.toml has no [pipeline] at all."""

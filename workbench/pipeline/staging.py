@@ -19,9 +19,11 @@ its last checkpoint (the one ``checkpoints/latest.json`` names) is pushed once i
 tried of it; a follower stopped on request (``cancel``) ends its push under way and pushes
 nothing more.
 
-The epoch of a checkpoint is the newest ``epoch`` the run's ``metrics.jsonl`` logged at or
-before the checkpoint's step (trainkit logs the evaluation of epoch E, then checkpoints), else
-what ``latest.json`` says.
+The epoch of the newest checkpoint is what ``latest.json`` says (the epochs completed, written
+with the checkpoint); an older one still kept, which ``latest.json`` no longer names, gets the
+newest ``epoch`` the run's ``metrics.jsonl`` logged at or before its step. (The metrics come
+from the run's output and can lag behind the checkpoint: taken first, they labelled a
+checkpoint with the epoch before it.)
 """
 
 from __future__ import annotations
@@ -33,7 +35,6 @@ import re
 import shutil
 import threading
 import time
-import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -77,20 +78,25 @@ class StagingPlan:
         validate_slot(self.slot)
 
 
-def declared_tool_params(project_dir: Path | str, tool: str) -> dict:
-    """The parameters of the first ``[[pipeline.steps]]`` of ``tool`` in the project's
-    workbench.toml ({} when it declares none), so that a staging push converts as the
-    pipeline's own step does."""
-    path = Path(project_dir) / "workbench.toml"
+def declared_steps(project_dir: Path | str) -> list:
+    """The steps the project's ``[pipeline]`` declares, checked ([] when it declares none)."""
+    from workbench.pipeline.declaration import read_declaration
+    from workbench.pipeline.errors import NoPipelineDeclared
+
     try:
-        settings = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError):
-        return {}
-    steps = (settings.get("pipeline") or {}).get("steps") if isinstance(settings.get("pipeline"), dict) else None
-    for step in steps if isinstance(steps, list) else []:
-        if isinstance(step, dict) and step.get("tool") == tool:
+        return read_declaration(project_dir).steps
+    except NoPipelineDeclared:
+        return []
+
+
+def declared_tool_params(steps: list, tool: str) -> dict:
+    """The parameters of the first of ``steps`` (declared steps, or an iteration's) that runs
+    ``tool`` ({} when none does), so that a staging push converts as the pipeline's own step
+    does."""
+    for step in steps:
+        if step.tool == tool:
             # The model and its output are the staging's own, as they are the pipeline's.
-            return {key: value for key, value in step.items() if key not in ("tool", "model", "output")}
+            return {key: value for key, value in step.params.items() if key not in ("model", "output")}
     return {}
 
 
@@ -274,7 +280,7 @@ class StagingFollower:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             log.info("%s is not readable yet: %s", path, exc)
             return None
-        return Checkpoint(file, step, self._epoch_at(step, self._epochs()) or recorded_epoch)
+        return Checkpoint(file, step, recorded_epoch or self._epoch_at(step, self._epochs()))
 
     def _kept_after(self, step: int | None, latest: Checkpoint) -> list[Checkpoint]:
         """The checkpoints still in the run's folder written after ``step``, oldest first,
@@ -448,4 +454,4 @@ def stage_run(project_dir: Path | str, run_id: str, plan: StagingPlan,
 
 
 __all__ = ["DEFAULT_STAGING_SLOT", "StagingFollower", "StagingPlan", "StagingPush", "StagingReport",
-           "declared_tool_params", "stage_run"]
+           "declared_steps", "declared_tool_params", "stage_run"]

@@ -189,8 +189,8 @@ class StagingBeside:
         plan = StagingPlan(list(declared.get("devices") or []), int(declared.get("every", 1)),
                            bool(declared.get("quantize", False)),
                            str(declared.get("slot", DEFAULT_STAGING_SLOT)),
-                           declared_tool_params(context.project_dir, "convert"),
-                           declared_tool_params(context.project_dir, "quantize"))
+                           declared_tool_params(context.iteration.steps, "convert"),
+                           declared_tool_params(context.iteration.steps, "quantize"))
         try:
             follower = StagingFollower(context.project_dir, run_id, plan, context.say)
         except DeviceError as exc:
