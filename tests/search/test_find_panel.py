@@ -3,6 +3,7 @@ with the matches highlighted, errors said in the dock, Replace with its preview 
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -166,7 +167,23 @@ def test_a_file_open_with_unsaved_edits_or_changed_since_the_search_is_not_repla
     assert "Not changed:" in panel.status_text() and "notes.md" in panel.status_text()
 
 
-def test_a_long_search_can_be_cancelled_and_keeps_what_it_found(qtbot, window, project):
+def test_a_long_search_can_be_cancelled_and_keeps_what_it_found(qtbot, window, project, monkeypatch):
+    from workbench.search.widgets import find_panel
+
+    real_search = find_panel.search_files
+
+    def search_held_after_its_first_batch(root, query, on_files, cancel=None, **kwargs):
+        # rg can finish 3,000 files before a click lands; its output is held (rg blocks on
+        # the full pipe) from the first batch until Cancel, so the click always comes mid-search.
+        def hold(batch):
+            on_files(batch)
+            for _ in range(3000):
+                if cancel.cancelled:
+                    return
+                time.sleep(0.01)
+        return real_search(root, query, hold, cancel=cancel, **kwargs)
+
+    monkeypatch.setattr(find_panel, "search_files", search_held_after_its_first_batch)
     panel = panel_of(window)
     for i in range(3000):
         folder = project / "data" / f"d{i // 100}"
