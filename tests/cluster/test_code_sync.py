@@ -179,8 +179,8 @@ def test_a_project_outside_git_is_refused_with_how_to_start(tmp_path, cluster):
 
 def test_what_login_scripts_print_does_not_confuse_it(make_repo, cluster):
     class ChattyLogin:  # a cluster whose shell start-up files greet on stdout
-        def run(self, command, timeout=None, check=True):
-            result = cluster.conn.run(command, timeout, check)
+        def run(self, command, timeout=None, check=True, retry_if_dropped=False):
+            result = cluster.conn.run(command, timeout, check, retry_if_dropped)
             return replace(result, stdout="Welcome to the cluster!\n/scratch is full\n" + result.stdout)
 
         def sftp(self):

@@ -316,6 +316,38 @@ def test_a_connection_cut_mid_command_raises_connection_lost_and_reconnect_works
     conn.close()
 
 
+def test_a_command_safe_to_repeat_runs_again_on_a_new_connection_after_one_cut(cluster_profile_for, own_sshd,
+                                                                              tmp_path):
+    runs = tmp_path / "runs"
+    conn = ClusterConnection(cluster_profile_for(own_sshd)).connect()
+    first_transport = conn._transport
+    cutter = threading.Thread(target=lambda: (wait_for_file(runs), cut_connections(own_sshd)))
+    cutter.start()
+    # The first run is cut while it sleeps; the second, on a new connection, finds the file.
+    command = f"if [ -e {runs} ]; then echo again; else echo $$ > {runs}; sleep 60; fi"
+    try:
+        result = conn.run(command, retry_if_dropped=True)
+    finally:
+        cutter.join()
+        end_process(int(runs.read_text()))
+    assert result.stdout == "again\n" and conn.is_alive and conn._transport is not first_transport
+
+    twice = tmp_path / "twice"
+    cutter = threading.Thread(target=lambda: [(wait_for_file(twice / str(n)), cut_connections(own_sshd))
+                                              for n in (1, 2)])
+    cutter.start()
+    try:
+        with pytest.raises(ConnectionLost, match="was lost while running"):
+            conn.run(f"mkdir -p {twice}; n=$(ls {twice} | wc -l); echo $$ > {twice}/$((n + 1)); sleep 60",
+                     retry_if_dropped=True)
+    finally:
+        cutter.join()
+        for pid_file in twice.iterdir():
+            end_process(int(pid_file.read_text()))
+    assert sorted(path.name for path in twice.iterdir()) == ["1", "2"]
+    conn.close()
+
+
 @pytest.mark.parametrize("direction", ["put", "get"])
 def test_a_connection_cut_mid_transfer_raises_connection_lost(cluster_profile_for, own_sshd, tmp_path, direction):
     big = tmp_path / "big.bin"  # the "cluster" is this machine: the same file serves both directions

@@ -22,7 +22,7 @@ def program_of(command: str) -> str:
 class ThisMachine:
     """The connection interface, on this machine: bash for commands, the file system for SFTP."""
 
-    def run(self, command, timeout=None, check=True):
+    def run(self, command, timeout=None, check=True, retry_if_dropped=False):
         done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=timeout or 60)
         if check and done.returncode:
             raise ClusterError(done.stderr)

@@ -105,7 +105,7 @@ def _connect_advice(profile: ClusterProfile, error: Exception) -> str:
 def _writable(conn, path: str, option: str, profile: ClusterProfile) -> tuple[bool, str, str]:
     result = conn.run(f"mkdir -p {shell_path(path)} && cd {shell_path(path)} && "
                       f"probe=$(mktemp .workbench-check.XXXXXX) && rm -f \"$probe\" && pwd -P",
-                      timeout=QUICK_TIMEOUT_S, check=False)
+                      timeout=QUICK_TIMEOUT_S, check=False, retry_if_dropped=True)
     if result.ok:
         return True, f"{result.stdout.strip()} is writable", ""
     return (False, f"cannot write in {path}: {_last_line(result)}",
@@ -113,7 +113,7 @@ def _writable(conn, path: str, option: str, profile: ClusterProfile) -> tuple[bo
 
 
 def _git(conn) -> tuple[bool, str, str]:
-    result = conn.run("git --version", timeout=QUICK_TIMEOUT_S, check=False)
+    result = conn.run("git --version", timeout=QUICK_TIMEOUT_S, check=False, retry_if_dropped=True)
     if result.ok:
         return True, result.stdout.strip(), ""
     return (False, f"git does not run on the cluster: {_last_line(result)}",
@@ -123,7 +123,7 @@ def _git(conn) -> tuple[bool, str, str]:
 
 def _python(conn, profile: ClusterProfile) -> tuple[bool, str, str]:
     result = conn.run(_with_setup(profile, f"{REMOTE_PYTHON} -c 'import sys; print(sys.version.split()[0], "
-                                           f"sys.executable)'"), timeout=QUICK_TIMEOUT_S, check=False)
+                                           f"sys.executable)'"), timeout=QUICK_TIMEOUT_S, check=False, retry_if_dropped=True)
     if result.ok and result.stdout.strip():
         version, _, executable = result.stdout.strip().splitlines()[-1].partition(" ")
         return True, f"Python {version} ({executable})", ""
@@ -135,7 +135,7 @@ def _python(conn, profile: ClusterProfile) -> tuple[bool, str, str]:
 def _torch(conn, profile: ClusterProfile) -> tuple[bool, str, str]:
     probe = ("import torch; print(torch.__version__, torch.cuda.is_available(), torch.cuda.device_count())")
     result = conn.run(_with_setup(profile, f"{REMOTE_PYTHON} -c {shlex.quote(probe)}"),
-                      timeout=TORCH_TIMEOUT_S, check=False)
+                      timeout=TORCH_TIMEOUT_S, check=False, retry_if_dropped=True)
     if result.ok and result.stdout.split():
         version, cuda, count = (result.stdout.split() + ["", "", ""])[:3]
         gpus = f"{count} GPU(s) visible here" if cuda == "True" else "no GPU visible on the login node"
@@ -146,12 +146,12 @@ def _torch(conn, profile: ClusterProfile) -> tuple[bool, str, str]:
 
 def _scheduler(conn, profile: ClusterProfile) -> tuple[bool, str, str]:
     if profile.scheduler == "ssh":
-        result = conn.run("command -v setsid && command -v nohup", timeout=QUICK_TIMEOUT_S, check=False)
+        result = conn.run("command -v setsid && command -v nohup", timeout=QUICK_TIMEOUT_S, check=False, retry_if_dropped=True)
         if result.ok:
             return True, "plain SSH: setsid and nohup are there", ""
         return (False, "setsid or nohup is missing on the host",
                 "Runs without a scheduler need util-linux's setsid and coreutils' nohup on the host.")
-    result = conn.run("sinfo -h -o '%P %a %D %T'", timeout=QUICK_TIMEOUT_S, check=False)
+    result = conn.run("sinfo -h -o '%P %a %D %T'", timeout=QUICK_TIMEOUT_S, check=False, retry_if_dropped=True)
     if not result.ok:
         return (False, f"sinfo does not answer: {_last_line(result)}",
                 "Check that Slurm's commands are on the PATH of a login shell (or load them in --python-setup), "

@@ -53,7 +53,8 @@ _ANSWER = "--- workbench answer ---"
 
 
 class Connection(Protocol):
-    def run(self, command: str, timeout: float | None = None, check: bool = True) -> Any: ...
+    def run(self, command: str, timeout: float | None = None, check: bool = True,
+            retry_if_dropped: bool = False) -> Any: ...
 
     def sftp(self) -> Any: ...
 
@@ -173,7 +174,7 @@ def ship_trainkit(conn: Connection, work_root: str, package_dir: Path | str | No
 
     root = _remote_path(work_root)
     lines = _answer(_run(conn, f"set -e; mkdir -p {root}/trainkit; cd {root}/trainkit; echo '{_ANSWER}'; pwd; "
-                               f"if [ -d {version}/{_TRAINKIT} ]; then echo present; fi"))
+                               f"if [ -d {version}/{_TRAINKIT} ]; then echo present; fi", safe_to_repeat=True))
     trainkit_root = lines[0]
     folder = f"{trainkit_root}/{version}"
     if "present" in lines[1:]:
@@ -224,7 +225,7 @@ def _prepare_remote(conn: Connection, work_root: str, key: str) -> _RemoteLayout
         # Stale parts of uploads cut off long ago; a recent one may belong to a running upload.
         "find repos/incoming -maxdepth 1 -name '*.part' -mmin +1440 -delete 2>/dev/null || true",
         f"git --git-dir=repos/{key}.git for-each-ref --format='%(objectname)' refs/workbench/",
-    ]))
+    ]), safe_to_repeat=True)
     lines = _answer(result)
     absolute = lines[0]
     return _RemoteLayout(work_root=absolute, repo=f"{absolute}/repos/{key}.git",
@@ -263,9 +264,12 @@ def _fetch_and_check_out(conn: Connection, layout: _RemoteLayout, run_id: str, s
     _run(conn, "\n".join(lines), what="check the code out on the cluster")
 
 
-def _run(conn: Connection, command: str, what: str = "prepare the cluster for the code"):
+def _run(conn: Connection, command: str, what: str = "prepare the cluster for the code",
+         safe_to_repeat: bool = False):
+    """``command``'s result; ``safe_to_repeat`` for a script that may run twice (a query, a
+    ``mkdir -p``), which is then run again once on a new connection if the first one drops."""
     try:
-        result = conn.run(command, check=False)
+        result = conn.run(command, check=False, retry_if_dropped=safe_to_repeat)
     except _transport_errors() as exc:
         raise ClusterError(f"The connection to the cluster was lost while trying to {what}. "
                            f"Check the network and run again. ({exc})") from exc

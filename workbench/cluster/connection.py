@@ -148,11 +148,26 @@ class ClusterConnection:
 
     # -- commands ------------------------------------------------------------------------------
 
-    def run(self, command: str, timeout: float | None = None, check: bool = True) -> CommandResult:
+    def run(self, command: str, timeout: float | None = None, check: bool = True,
+            retry_if_dropped: bool = False) -> CommandResult:
         """Run ``command`` (bash) on the cluster under ``bash -lc``, the profile's env exported,
         and wait for it. ``timeout`` seconds ends it (SIGTERM to its process group, SIGKILL
         5 s later) and raises CommandTimedOut. ``check`` raises CommandFailed on a non-zero exit.
-        ConnectionLost when the connection drops meanwhile (the command may have run or not)."""
+        ConnectionLost when the connection drops meanwhile (the command may have run or not).
+
+        ``retry_if_dropped`` is for a command that is safe to run twice (a query, or a script
+        written to be re-run): a connection that drops under it is made anew once and the
+        command run again, so a single dropped connection costs the user nothing; a second
+        drop raises ConnectionLost as usual."""
+        if retry_if_dropped:
+            try:
+                return self.run(command, timeout=timeout, check=check)
+            except ConnectionLost as lost:
+                log.warning("%s; connecting again to run it once more", lost)
+                try:
+                    self.reconnect()
+                except ClusterError as exc:
+                    raise lost from exc
         transport = self._live_transport()
         remote = self._remote_command(command)
         if timeout is not None:

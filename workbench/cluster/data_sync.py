@@ -44,7 +44,8 @@ _PROGRESS_EVERY_S = 0.1
 
 
 class Connection(Protocol):
-    def run(self, command: str, timeout: float | None = None, check: bool = True) -> Any: ...
+    def run(self, command: str, timeout: float | None = None, check: bool = True,
+            retry_if_dropped: bool = False) -> Any: ...
 
     def sftp(self) -> Any: ...
 

@@ -337,8 +337,9 @@ class _CommandsOnly:
     def __init__(self, conn):
         self._conn = conn
 
-    def run(self, command: str, timeout: float | None = None, check: bool = True):
-        return self._conn.run(command, timeout=timeout, check=check)
+    def run(self, command: str, timeout: float | None = None, check: bool = True,
+            retry_if_dropped: bool = False):
+        return self._conn.run(command, timeout=timeout, check=check, retry_if_dropped=retry_if_dropped)
 
     def sftp(self):
         raise ClusterError("no SFTP beside the code upload")
