@@ -67,3 +67,19 @@ def test_a_call_that_only_notes_when_a_device_was_seen_does_not_list_again(
     assert PairedDevices().list()[0].last_seen != before  # the file was written
     qtbot.wait(1500)
     assert listings == [] and not session.is_busy()
+
+
+def test_a_pairing_the_file_system_did_not_report_shows_at_the_next_liveness_round(
+        start_agent, device_window, digits_project, qtbot):
+    phone = start_agent(name="Bench Phone")
+    window = device_window(digits_project)
+    panel, session = panel_of(window), session_of(window)
+    qtbot.waitUntil(lambda: session.listed, timeout=TIMEOUT_MS)
+    session.paired_watch.stop()  # as on a file system that reports nothing (NFS)
+    pair_device(phone.address, phone.code)
+    qtbot.wait(600)
+    assert _row(panel, phone.address) is None or not _row(panel, phone.address).get("paired")
+
+    session.check_liveness()
+
+    qtbot.waitUntil(lambda: (_row(panel, phone.address) or {}).get("paired") is True, timeout=TIMEOUT_MS)

@@ -54,6 +54,11 @@ class PairedDevicesWatcher(QObject):
     def _changed(self, _path: str) -> None:
         self._settle.start(SETTLE_MS)
 
+    def check_now(self) -> None:
+        """Look at the file now, as a change reported would (a no-op when nothing changed)."""
+        if not self._settle.isActive():
+            self._check()
+
     def _check(self) -> None:
         self._watch()  # a replaced file is watched again, a new folder for the first time
         current = self.devices.fingerprint()

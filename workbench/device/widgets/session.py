@@ -483,9 +483,13 @@ class DeviceSession(QObject):
         """Try each paired and local device's address (a TCP connect, off the GUI thread): one
         that stopped answering shows offline, one that answers again is listed anew. Skipped
         while the window is hidden, before the first listing, during a listing, and while the
-        previous round still runs."""
-        if (self.closed or not self.listed or self.is_busy(LIST_KEY)
-                or self.tasks.is_running(LIVENESS_KEY)):
+        previous round still runs. The paired devices' file is looked at too: a change the
+        file system did not report (a home folder on NFS, a busy machine's dropped event) still
+        reaches the list within a round."""
+        if self.closed:
+            return
+        self.paired_watch.check_now()
+        if not self.listed or self.is_busy(LIST_KEY) or self.tasks.is_running(LIVENESS_KEY):
             return
         is_visible = getattr(self.window, "isVisible", None)
         if is_visible is not None and not is_visible():
