@@ -261,3 +261,35 @@ def test_a_schedule_that_comes_due_starts_an_iteration_that_records_it(tmp_path)
     assert (trigger["kind"], trigger["reason"]) == ("schedule", "daily at 02:00")
     assert watcher.state["last_trigger"]["kind"] == "schedule" and clock.due[SCHEDULE] > now
     watcher.child.wait(timeout=30)
+
+
+def test_a_watcher_that_could_not_start_on_opening_says_why_until_one_runs(tmp_path, stop_watchers):
+    from workbench.pipeline.triggers import ON_OPEN_LOG
+    from workbench.pipeline.watcher import status_line, watcher_status
+
+    project = _files_project(tmp_path / "misdeclared", 'every = "6h"\n')
+    good = (project / "workbench.toml").read_text()
+    (project / "workbench.toml").write_text(good.replace('tool = "dataset"', 'tool = "datasett"'))
+    log = project / ON_OPEN_LOG
+    log.parent.mkdir(parents=True)
+    with open(log, "w", encoding="utf-8") as stream:  # as the hub starts it: detached, its words in the log
+        subprocess.run([sys.executable, "-m", "workbench.pipeline.watcher", str(project), "--on-open"],
+                       stdout=stream, stderr=subprocess.STDOUT, env=ENV, timeout=60)
+    _wait_for(lambda: "Error" in log.read_text(), what="the watcher's error in its on-open log")
+
+    status = watcher_status(project)
+    assert not status["running"]
+    assert status["failed_on_open"].startswith("workbench.toml line 8: key 'tool': step 1's tool 'datasett'")
+    assert "did you mean dataset?" in status["failed_on_open"]
+    assert status_line(status).startswith("Trigger watcher: not running; it could not start when the project "
+                                          "opened: workbench.toml line 8: key 'tool'")
+    text = _watch(project, "--status").stdout
+    assert "  it could not start when the project opened: workbench.toml line 8: key 'tool'" in text
+
+    # Mended, and a watcher ran since: the old failure is history, not the state.
+    (project / "workbench.toml").write_text(good)
+    stop_watchers.append(project)
+    assert _watch(project, "--detach").returncode == 0
+    assert _watch(project, "--stop").returncode == 0
+    status = watcher_status(project)
+    assert "failed_on_open" not in status and status_line(status).startswith("Trigger watcher: not running (the last")

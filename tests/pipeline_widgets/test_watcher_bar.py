@@ -68,6 +68,22 @@ def test_a_broken_trigger_shows_its_error_on_the_line(pipeline_project, make_pan
     assert "'every'" in panel.watcher_bar.line_text() and not panel.watcher_bar.buttons["start"].isEnabled()
 
 
+def test_a_watcher_that_failed_on_opening_the_project_shows_why_in_the_error_colour(pipeline_project, make_panel):
+    from workbench.pipeline.triggers import ON_OPEN_LOG
+    from workbench.qt import theme
+
+    with open(pipeline_project / "workbench.toml", "a", encoding="utf-8") as stream:
+        stream.write(TRIGGERS)
+    log = pipeline_project / ON_OPEN_LOG
+    log.parent.mkdir(parents=True)
+    log.write_text("2026-12-02 10:00:00 watcher: Error: registry/pipeline is not writable: Permission denied\n")
+    panel, _errors = make_panel(pipeline_project)
+    line = panel.watcher_bar.line
+    assert panel.watcher_bar.line_text() == ("Trigger watcher: not running; it could not start when the project "
+                                            "opened: registry/pipeline is not writable: Permission denied")
+    assert theme.colour("ERROR_TEXT") in line.styleSheet() and panel.watcher_bar.buttons["start"].isEnabled()
+
+
 def test_the_selected_iteration_says_what_started_it(pipeline_project, make_panel, qtbot):
     from workbench.pipeline.iterations import trigger_record
 

@@ -216,7 +216,7 @@ class Hub(QObject):
         left alone by the watcher's own lock (the started one ends at once); what the started
         one says before it watches goes to ``.workbench/pipeline/watcher-on-open.log``."""
         # Both are small and Qt-free; here rather than at the top so the hub's start loads neither.
-        from workbench.pipeline.triggers import watcher_wanted_on_open
+        from workbench.pipeline.triggers import ON_OPEN_LOG, watcher_wanted_on_open
         from workbench.platform.detach import start_detached
 
         if self._shutting_down:
@@ -227,7 +227,7 @@ class Hub(QObject):
             return False  # the window says what is wrong with the project
         if not watcher_wanted_on_open(settings):
             return False
-        log_file = Path(root) / ".workbench" / "pipeline" / "watcher-on-open.log"
+        log_file = Path(root) / ON_OPEN_LOG
         try:
             log_file.parent.mkdir(parents=True, exist_ok=True)
             start_detached("workbench.pipeline.watcher",

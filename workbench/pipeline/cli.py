@@ -244,6 +244,8 @@ def watcher_text(state: dict) -> str:
         lines = ["no trigger watcher runs for this project"
                  + (f" (the last one, pid {state['pid']}, ended {_when(state.get('ended_at'))})"
                     if state.get("pid") and state.get("ended_at") else "")]
+        if state.get("failed_on_open"):
+            lines.append(f"  it could not start when the project opened: {state['failed_on_open']}")
     else:
         lines = [f"trigger watcher: pid {state['pid']}, since {_when(state.get('since'))}"
                  + (f", started by {state['started_by']}" if state.get("started_by") else "")]

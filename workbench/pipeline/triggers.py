@@ -29,6 +29,8 @@ from pathlib import Path
 from workbench.pipeline.errors import PipelineError
 
 PROJECT_FILE = "workbench.toml"
+ON_OPEN_LOG = Path(".workbench") / "pipeline" / "watcher-on-open.log"
+"""Under the project: what a watcher started on opening the project says before it watches."""
 DEFAULT_CHECK_EVERY_S = 300.0
 SCHEDULE, EVERY, DATA_GROWTH = "schedule", "every", "data growth"
 TRIGGER_KEYS = ("schedule", "every", "on_data_growth", "check_every", "start_with_workbench")

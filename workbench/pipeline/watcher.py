@@ -41,8 +41,8 @@ from workbench.pipeline.declaration import read_declaration
 from workbench.pipeline.errors import PipelineError
 from workbench.pipeline.iterations import FAILED, RESUMED, RUNNING, IterationStore
 from workbench.pipeline.service import PipelineService
-from workbench.pipeline.triggers import (DATA_GROWTH, SCHEDULE, DataGrowthCheck, TriggerClock, format_duration,
-                                         read_triggers)
+from workbench.pipeline.triggers import (DATA_GROWTH, ON_OPEN_LOG, SCHEDULE, DataGrowthCheck, TriggerClock,
+                                         format_duration, read_triggers)
 from workbench.platform.atomic_files import write_text_atomically
 from workbench.platform.locks import FileLock, is_locked
 
@@ -83,7 +83,34 @@ def watcher_status(project_dir: Path | str) -> dict:
             pass
     running = is_locked(lock)
     pid = FileLock(lock).holder_pid() if running else state.get("pid")
-    return {**state, "running": running, "pid": pid, "log": str(log)}
+    status = {**state, "running": running, "pid": pid, "log": str(log)}
+    if not running:
+        failure = _failure_on_open(Path(project_dir).expanduser(), state)
+        if failure:
+            status["failed_on_open"] = failure
+    return status
+
+
+def _failure_on_open(project_dir: Path, state: dict) -> str:
+    """Why the watcher started on opening the project ended before it watched, when its last
+    word there is an error newer than the last watcher that ran ("" otherwise): it ran
+    detached, so its log is the only place that says it."""
+    path = project_dir / ON_OPEN_LOG
+    try:
+        written = path.stat().st_mtime
+        lines = [line.strip() for line in path.read_text(encoding="utf-8", errors="replace").splitlines()
+                 if line.strip()]
+    except OSError:
+        return ""
+    last_ran = max((moment for moment in (state.get("since"), state.get("ended_at"))
+                    if isinstance(moment, (int, float))), default=0)
+    if not lines or written < last_ran:
+        return ""
+    _, said, error = lines[-1].partition(" watcher: Error: ")
+    if said:
+        return error
+    # Not the watcher's own words: it died on something unforeseen (a traceback's last line).
+    return lines[-1] if any(line.startswith("Traceback") for line in lines) else ""
 
 
 def stop_watcher(project_dir: Path | str, timeout_s: float = 15.0) -> dict | None:
@@ -386,6 +413,9 @@ def wanted_on_open(project_dir: Path | str) -> str | None:
 def status_line(state: dict) -> str:
     """The watcher's state in one line, as the Pipeline panel shows it."""
     if not state.get("running"):
+        if state.get("failed_on_open"):
+            return ("Trigger watcher: not running; it could not start when the project opened: "
+                    f"{state['failed_on_open']}")
         ended = state.get("ended_at")
         return "Trigger watcher: not running" + (
             f" (the last one, pid {state['pid']}, ended {time.strftime('%Y-%m-%d %H:%M', time.localtime(ended))})"

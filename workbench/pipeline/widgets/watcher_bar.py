@@ -74,6 +74,8 @@ class WatcherBar(QWidget):
             if not self.status.get("running") and not self.declared:
                 text = "Trigger watcher: none (the project declares no [pipeline.triggers])"
             self.line.setText(text)
+            theme.set_themed_style_sheet(
+                self.line, "color: @ERROR_TEXT;" if self.status.get("failed_on_open") else "color: @MUTED_TEXT;")
             self.line.setToolTip("\n".join([*self.status.get("triggers", []), f"log: {self.status.get('log', '')}"]))
         running = bool(self.status.get("running"))
         self.buttons["start"].setVisible(not running)
