@@ -88,6 +88,7 @@ def stop_watchers():
     ('check_every = "1m"\non_data_growth = { samples = -1 }\n', 12, ["'samples'", "more than 0"]),
     ('on_data_growth = { precent = 5 }\n', 11, ["'precent'", "did you mean percent"]),
     ('every = "1h"\nstart_with_workbench = "no"\n', 12, ["'start_with_workbench'", "true or false"]),
+    ('every = "1h"\nretrain_unchanged = 1\n', 12, ["'retrain_unchanged'", "true or false"]),
 ])
 def test_a_broken_trigger_is_one_error_naming_its_line_and_key(triggers, line, words):
     with pytest.raises(PipelineError) as raised:
@@ -123,7 +124,8 @@ def test_the_clock_counts_a_period_from_its_last_firing_and_a_schedule_from_its_
 # --- real watchers -----------------------------------------------------------------------
 
 def test_a_periodic_trigger_starts_iterations_and_a_second_watcher_is_refused(tmp_path, stop_watchers):
-    project = _files_project(tmp_path / "periodic", 'every = "1s"\n')
+    # Each firing retrains though the data stays as it is (without it, a firing after the first is skipped).
+    project = _files_project(tmp_path / "periodic", 'every = "1s"\nretrain_unchanged = true\n')
     stop_watchers.append(project)
     started = _watch(project, "--detach", "--json")
     assert started.returncode == 0, started.stderr
@@ -260,6 +262,49 @@ def test_a_schedule_that_comes_due_starts_an_iteration_that_records_it(tmp_path)
     trigger = PipelineService(project).get("0000").trigger
     assert (trigger["kind"], trigger["reason"]) == ("schedule", "daily at 02:00")
     assert watcher.state["last_trigger"]["kind"] == "schedule" and clock.due[SCHEDULE] > now
+    watcher.child.wait(timeout=30)
+
+
+def _tick_when_due(watcher, name: str) -> None:
+    """One tick of ``watcher`` at the moment its ``name`` trigger comes due."""
+    from workbench.pipeline.triggers import DataGrowthCheck
+
+    now = time.time()
+    clock = TriggerClock(watcher.triggers, now)
+    clock.due[name] = now
+    watcher._tick(clock, DataGrowthCheck(watcher.service.versions.datasets, watcher.triggers), now)
+
+
+def test_a_schedule_that_finds_the_data_unchanged_since_a_done_iteration_starts_nothing(tmp_path):
+    from workbench.pipeline.watcher import TriggerWatcher
+
+    project = _files_project(tmp_path / "nightly", 'schedule = "02:00"\n')
+    assert PipelineService(project).start().state == "done"  # dataset version 0000 holds the four samples
+    watcher = TriggerWatcher(project)
+    watcher.state = {"last_fired": {}, "last_trigger": None}
+
+    _tick_when_due(watcher, SCHEDULE)
+    assert watcher.child is None and _iteration_state(project, "0001") is None
+    skipped = watcher.state["last_trigger"]
+    assert (skipped["kind"], skipped["state"], skipped["iteration"]) == ("schedule", "skipped", None)
+    assert skipped["skipped"] == "the data has not changed since dataset version 0000 and iteration 0000 is done"
+    log = (project / "registry" / "pipeline" / "watcher.log").read_text()
+    assert ("no iteration started (daily at 02:00): the data has not changed since dataset version 0000 and "
+            "iteration 0000 is done; retrain_unchanged = true in [pipeline.triggers] retrains all the same") in log
+    text = _watch(project, "--status").stdout
+    assert ": schedule: daily at 02:00 → no iteration: the data has not changed since dataset version 0000" in text
+
+    _add_sample(project, 10)  # new data: the next night retrains
+    _tick_when_due(watcher, SCHEDULE)
+    _wait_for(lambda: _iteration_state(project, "0001") == "done", what="the iteration on the new data")
+    watcher.child.wait(timeout=30)
+    assert PipelineService(project).versions.datasets.latest().samples == 5
+
+    (project / "workbench.toml").write_text((project / "workbench.toml").read_text() + "retrain_unchanged = true\n")
+    watcher = TriggerWatcher(project)
+    watcher.state = {"last_fired": {}, "last_trigger": None}
+    _tick_when_due(watcher, SCHEDULE)  # the data as 0001 has it, but the project asks to retrain
+    _wait_for(lambda: _iteration_state(project, "0002") == "done", what="the iteration on unchanged data")
     watcher.child.wait(timeout=30)
 
 

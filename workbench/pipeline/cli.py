@@ -256,7 +256,10 @@ def watcher_text(state: dict) -> str:
             waits = busy and moment and moment <= time.time()
             lines.append(f"  next {name}: " + (f"once iteration {busy} has ended" if waits else _when(moment)))
     last = state.get("last_trigger")
-    if last:
+    if last and last.get("skipped"):
+        lines.append(f"  last trigger {_when(last.get('at'))}: {last.get('kind', '')}: {last.get('reason')} → "
+                     f"no iteration: {last['skipped']}")
+    elif last:
         lines.append(f"  last trigger {_when(last.get('at'))}: {last.get('kind', '')}"
                      f"{': ' if last.get('kind') else ''}{last.get('reason')} → `pipeline {last.get('command')}` "
                      f"iteration {last.get('iteration') or '(none)'}, {last.get('state')}")

@@ -7,9 +7,14 @@ every = "6h"                            # or periodically: "45s", "30m", "6h", "
 on_data_growth = { samples = 500 }      # or { percent = 10 }: new samples since the newest dataset version
 check_every = "5m"                      # how often the data is looked at (default 5m)
 start_with_workbench = true             # false: only `workbench pipeline watch` starts the watcher
+retrain_unchanged = false               # true: a schedule or period retrains on data that has not changed
 ```
 
-A manual start is ``workbench pipeline start``. A declaration that does not check out is one
+A schedule or a period that comes due when the last iteration is done and the data is as the
+newest dataset version has it starts nothing (the watcher says so): retraining on the same data
+would fill the registry with near copies, and model retention (the newest ``version_max``)
+would drop the versions that differ for them. ``retrain_unchanged = true`` retrains all the same. A manual start is ``workbench
+pipeline start``. A declaration that does not check out is one
 error naming the line and the key, as for ``[[pipeline.steps]]``.
 
 The clock (``TriggerClock``) and the data check (``DataGrowthCheck``) take the time as an
@@ -33,7 +38,7 @@ ON_OPEN_LOG = Path(".workbench") / "pipeline" / "watcher-on-open.log"
 """Under the project: what a watcher started on opening the project says before it watches."""
 DEFAULT_CHECK_EVERY_S = 300.0
 SCHEDULE, EVERY, DATA_GROWTH = "schedule", "every", "data growth"
-TRIGGER_KEYS = ("schedule", "every", "on_data_growth", "check_every", "start_with_workbench")
+TRIGGER_KEYS = ("schedule", "every", "on_data_growth", "check_every", "start_with_workbench", "retrain_unchanged")
 GROWTH_KEYS = ("samples", "percent")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -51,6 +56,9 @@ class TriggerDeclaration:
     check_every_s: float = DEFAULT_CHECK_EVERY_S
     start_with_workbench: bool = True
     """Whether opening the project in Workbench starts its watcher (when one is not running)."""
+    retrain_unchanged: bool = False
+    """Whether a schedule or a period starts an iteration when the data has not changed since
+    the newest dataset version and the last iteration is done."""
 
     @property
     def any(self) -> bool:
@@ -113,6 +121,11 @@ def parse_triggers(text: str, file_name: str = PROJECT_FILE) -> TriggerDeclarati
             raise fault("start_with_workbench", f"must be true or false (false: opening the project does not start "
                                                 f"the watcher), not {raw['start_with_workbench']!r}.")
         declared.start_with_workbench = raw["start_with_workbench"]
+    if "retrain_unchanged" in raw:
+        if not isinstance(raw["retrain_unchanged"], bool):
+            raise fault("retrain_unchanged", f"must be true or false (true: a schedule or period retrains on data "
+                                             f"that has not changed), not {raw['retrain_unchanged']!r}.")
+        declared.retrain_unchanged = raw["retrain_unchanged"]
     if "schedule" in raw:
         declared.schedule = _clock_time(raw["schedule"])
         if declared.schedule is None:

@@ -39,7 +39,7 @@ from typing import Callable
 
 from workbench.pipeline.declaration import read_declaration
 from workbench.pipeline.errors import PipelineError
-from workbench.pipeline.iterations import FAILED, RESUMED, RUNNING, IterationStore
+from workbench.pipeline.iterations import DONE, FAILED, RESUMED, RUNNING, IterationStore
 from workbench.pipeline.service import PipelineService
 from workbench.pipeline.triggers import (DATA_GROWTH, ON_OPEN_LOG, SCHEDULE, DataGrowthCheck, TriggerClock,
                                          format_duration, read_triggers)
@@ -251,7 +251,12 @@ class TriggerWatcher:
                 # Triggers that fired together start one iteration: the first names its kind.
                 kind = self.waiting[0][0]
                 reason = "; ".join(why.removeprefix(f"{DATA_GROWTH}: ") for _, why in self.waiting)
-                self._start_iteration(["start", str(self.project_dir)], kind, reason)
+                data_grew = any(name == DATA_GROWTH for name, _ in self.waiting)
+                nothing_new = "" if data_grew or self.child is not None else self._nothing_new()
+                if nothing_new:
+                    self._skip(kind, reason, nothing_new)
+                else:
+                    self._start_iteration(["start", str(self.project_dir)], kind, reason)
                 self.waiting, self._waiting_logged = [], False
             elif not self._waiting_logged:
                 self.log(f"the trigger waits: {running} runs")
@@ -290,6 +295,37 @@ class TriggerWatcher:
                                   f"the process running it (pid {recorded.pid}) was gone when the trigger watcher "
                                   f"(pid {os.getpid()}) started", version)
             return
+
+    def _nothing_new(self) -> str:
+        """Why a schedule or a period that came due starts no iteration ("" when it starts
+        one): the last iteration is done and the data is as the newest dataset version has it,
+        unless the triggers say ``retrain_unchanged = true`` or no step cuts a dataset version."""
+        if self.triggers.retrain_unchanged:
+            return ""
+        try:
+            if not any(step.tool == "dataset" for step in read_declaration(self.project_dir).steps):
+                return ""
+            done = self.service.store.versions()
+            newest = self.service.store.read(done[-1]) if done else None
+            datasets = self.service.versions.datasets
+            latest = datasets.latest()
+            if newest is None or newest.state != DONE or latest is None:
+                return ""
+            changes = datasets.pending()
+        except Exception as exc:  # the watcher must go on; the iteration says what is wrong
+            self.log(f"could not tell whether the data changed ({exc}); the iteration starts all the same")
+            return ""
+        if changes.added or changes.removed or changes.changed:
+            return ""
+        return (f"the data has not changed since dataset version {latest.name} and iteration {newest.version} "
+                "is done")
+
+    def _skip(self, kind: str, reason: str, why: str) -> None:
+        self.state["last_trigger"] = {"kind": kind, "reason": reason, "at": time.time(), "pid": None,
+                                      "command": None, "iteration": None, "state": "skipped", "skipped": why}
+        self.log(f"no iteration started ({reason}): {why}; retrain_unchanged = true in [pipeline.triggers] "
+                 "retrains all the same")
+        self._write_state()
 
     def _start_iteration(self, args: list[str], kind: str, reason: str, version: str | None = None) -> None:
         env = dict(os.environ)
