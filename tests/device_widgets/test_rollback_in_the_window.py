@@ -140,3 +140,29 @@ def test_a_device_that_is_down_is_named_and_a_second_push_reaches_it_once_it_is_
     assert again.ok, again.summary
     assert [o.address for r in again.result.reports for o in r.outcomes] == [down.address]
     assert served(back)[0] == older
+
+
+def test_cancel_in_the_devices_panel_stops_an_alias_push_before_the_devices_switch(
+        project, slot_agents, device_window, qtbot):  # noqa: F811
+    addresses = [agent.address for agent in slot_agents]
+    deploy_production(project, 0, addresses)
+    newer = deploy_production(project, 1, addresses)
+    window, panel, devices = open_window(device_window, project)
+    dialog = roll_back_in_dialog(window, panel, push=False)
+    with qtbot.waitSignal(panel.sig_operation_finished, timeout=TIMEOUT_MS):
+        dialog.accept()
+
+    operation = window.commands.execute("device.redeployAlias", alias="production")
+    assert devices.cancel_button.isEnabled()
+    devices.cancel_button.click()  # before the worker reaches the devices: none of them switches
+    assert devices.status.full_text() == "Cancelling the push: devices not switched yet keep the model they serve…"
+    qtbot.waitUntil(lambda: operation.finished, timeout=TIMEOUT_MS)
+    outcomes = [outcome for report in operation.result.reports for outcome in report.outcomes]
+    assert not operation.ok and sorted(outcome.address for outcome in outcomes) == sorted(addresses)
+    assert {(outcome.state, outcome.reason) for outcome in outcomes} == {("failed", "cancelled before it switched")}
+    for agent in slot_agents:
+        assert served(agent)[0] == newer
+    assert devices.status.full_text() == operation.summary
+    assert operation.summary.endswith(" Push Alias to Devices… to push it to them after all.")
+    assert "Deploy Phone 1 failed: cancelled before it switched" in devices.banner.text()
+    assert not devices.cancel_button.isEnabled()

@@ -47,6 +47,7 @@ MAX_PARALLEL = 32
 DEPLOYMENTS_FOLDER = "deployments"
 DEPLOYMENT_LOG = "deployments.jsonl"
 NO_PREPROCESSING = "none recorded"
+CANCELLED_BEFORE_SWITCH = "cancelled before it switched"
 SWITCHED, FAILED, UNREACHABLE = "switched", "failed", "unreachable"
 # Hyper-parameters whose names say they shape what the model is fed ...
 _PREPROCESSING_WORDS = ("mean", "std", "normal", "resize", "image_size", "input_size", "crop",
@@ -351,7 +352,7 @@ def _deploy_one(target, paired: PairedDevices, model: Path, sha: str, slot: str,
             outcome.reason = (f"no answer within {timeout:g} s; the slot keeps whatever it served "
                               "unless the device finishes the switch on its own")
         else:
-            outcome.state, outcome.reason = FAILED, "cancelled before it switched"
+            outcome.state, outcome.reason = FAILED, CANCELLED_BEFORE_SWITCH
     except (DeviceUnreachable, ConnectionLost) as exc:
         outcome.reason = str(exc)
     except DeviceError as exc:

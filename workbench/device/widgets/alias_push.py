@@ -71,6 +71,11 @@ def push_summary(push) -> str:
     parts = [f"{', '.join(switched)} switched"] if switched else []
     parts += [outcome_text(outcome, push.version, "") for outcome in outcomes if outcome.state != "switched"]
     text = f"{push.alias} {push.version} pushed to the devices that served {push.left}: {'; '.join(parts)}."
-    if len(switched) < len(outcomes):
+    from workbench.device.deploy import CANCELLED_BEFORE_SWITCH  # the summary's only need of it
+
+    missed = [outcome for outcome in outcomes if outcome.state != "switched"]
+    if missed and all(outcome.reason == CANCELLED_BEFORE_SWITCH for outcome in missed):
+        text += " Push Alias to Devices… to push it to them after all."
+    elif missed:
         text += " Push Alias to Devices… again once they are back."
     return text

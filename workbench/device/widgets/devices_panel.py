@@ -644,7 +644,11 @@ class DevicesPanel(QWidget):
         for key in (VERIFY_KEY, PUSH_KEY):
             if self.session.is_busy(key):
                 self.session.cancel(key)
-        self.status.setText("Cancelled")
+        if self.session.stop_alias_push():
+            # The push's own report follows (show_alias_push): which devices switched before it.
+            self.status.setText("Cancelling the push: devices not switched yet keep the model they serve…")
+        else:
+            self.status.setText("Cancelled")
 
     def _pushed(self, result) -> None:
         name = self.model_path.name if self.model_path is not None else "the model"
@@ -772,14 +776,14 @@ class DevicesPanel(QWidget):
             self.verdict.setText("")
 
     def _update_buttons(self) -> None:
-        from workbench.device.widgets.session import PUSH_KEY, VERIFY_KEY
+        from workbench.device.widgets.session import PUSH_KEY, REDEPLOY_KEY, VERIFY_KEY
 
         has_device = bool(self.selected_address())
         working = self.session.is_busy(VERIFY_KEY) or self.session.is_busy(PUSH_KEY)
         self.info_button.setEnabled(has_device)
         self.push_button.setEnabled(has_device and not working)
         self.verify_button.setEnabled(has_device and not working)
-        self.cancel_button.setEnabled(working)
+        self.cancel_button.setEnabled(working or self.session.is_busy(REDEPLOY_KEY))
 
     def close_down(self) -> None:
         if self.pair_dialog is not None:

@@ -159,6 +159,7 @@ class DeviceSession(QObject):
         # on, so a device that answers but is listed offline (another agent on its port) does
         # not cause a listing every round.
         self._reachable: dict[str, bool] = {}
+        self._alias_push_token = None  # the CancelToken of the alias push under way
         self._listing = 0  # counts listings, so a probe round that began before one is dropped
         self.liveness_timer = QTimer(self)
         self.liveness_timer.setInterval(LIVENESS_INTERVAL_MS)
@@ -168,9 +169,10 @@ class DeviceSession(QObject):
     # --- running calls -------------------------------------------------------------------------
 
     def _run(self, key: str, function, *args, on_done=None, on_failed=None, title: str = "",
-             **kwargs) -> None:
+             **kwargs):
+        """Run ``function`` for ``key`` on the task runner; its CancelToken (None once closed)."""
         if self.closed:
-            return
+            return None
         self._keys.add(key)
         self.sig_busy_changed.emit(True)
 
@@ -190,7 +192,7 @@ class DeviceSession(QObject):
             if key != LIST_KEY and isinstance(exc, (ConnectionLost, DeviceUnreachable)):
                 self.refresh()  # the list shows the device offline now
 
-        self.tasks.run(key, function, *args, on_done=done, on_error=failed, title=title, **kwargs)
+        return self.tasks.run(key, function, *args, on_done=done, on_error=failed, title=title, **kwargs)
 
     def _finish(self, key: str) -> None:
         self._keys.discard(key)
@@ -403,9 +405,21 @@ class DeviceSession(QObject):
         if self.is_busy(REDEPLOY_KEY):  # two pushes to the same slots would race
             over(error="a push to the devices is under way; push again once it is over")
             return operation
-        self._run(REDEPLOY_KEY, self._reporting(call), on_done=over, on_failed=lambda message: over(error=message),
-                  title=f"Pushing {alias} to its devices")
+        self._alias_push_token = self._run(REDEPLOY_KEY, self._reporting(call), on_done=over,
+                                           on_failed=lambda message: over(error=message),
+                                           title=f"Pushing {alias} to its devices")
         return operation
+
+    def stop_alias_push(self) -> bool:
+        """Cancel the alias push under way: the devices it has not switched yet keep the model
+        they serve (their line says "cancelled before it switched"), one in the middle of its
+        switch finishes it, and the push still reports, so every device's state is said.
+        Whether a push was under way."""
+        token = self._alias_push_token
+        if token is None or not self.is_busy(REDEPLOY_KEY):
+            return False
+        token.cancel()
+        return True
 
     def history(self, model: Path | str) -> None:
         """Read the verifications of ``model``'s version (by sha256)."""
