@@ -82,6 +82,7 @@ def test_a_watcher_that_failed_on_opening_the_project_shows_why_in_the_error_col
     assert panel.watcher_bar.line_text() == ("Trigger watcher: not running; it could not start when the project "
                                             "opened: registry/pipeline is not writable: Permission denied")
     assert theme.colour("ERROR_TEXT") in line.styleSheet() and panel.watcher_bar.buttons["start"].isEnabled()
+    screenshot(panel, "pipeline-watcher-failed-on-open")
 
 
 def test_the_selected_iteration_says_what_started_it(pipeline_project, make_panel, qtbot):
