@@ -165,7 +165,9 @@ class ClusterConnection:
             except ConnectionLost as lost:
                 log.warning("%s; connecting again to run it once more", lost)
                 try:
-                    self.reconnect()
+                    # connect(), not reconnect(): when another thread's command on this
+                    # connection met the same drop and connected first, its connection serves.
+                    self.connect()
                 except ClusterError as exc:
                     raise lost from exc
         transport = self._live_transport()
