@@ -76,6 +76,12 @@ def make_project(root: Path, count: int) -> Path:
 def measure(count: int = 40, mode: str = "file", timeout: float = 60.0) -> list[float]:
     """Latencies (seconds) of ``count`` records from a run writing them by ``mode`` ("file",
     "print", "keras" or "tensorboard") to the points on the panel's curve."""
+    return [seen - sent for sent, seen in measure_points(count, mode, timeout)]
+
+
+def measure_points(count: int = 40, mode: str = "file", timeout: float = 60.0) -> list[tuple[float, float]]:
+    """``(sent, seen)`` of ``count`` records, in the order they reached the curve: when the
+    trainer wrote each, and when the panel had put it on its curve (``time.time()``)."""
     from PySide6.QtWidgets import QApplication
 
     from workbench.project import load_project
@@ -95,7 +101,7 @@ def measure(count: int = 40, mode: str = "file", timeout: float = 60.0) -> list[
             if time.monotonic() > deadline:
                 raise TimeoutError("the window did not install its capabilities")
         panel = panel_of(window)
-        latencies: list[float] = []
+        points: list[tuple[float, float]] = []
 
         def on_metrics(generation, run_id, records, _restarted) -> None:
             # Connected after the panel's own slot, so the points are on the curve by now.
@@ -105,24 +111,24 @@ def measure(count: int = 40, mode: str = "file", timeout: float = 60.0) -> list[
             for record in records:
                 sent = record.get("time") if mode in ("file", "tensorboard") else record.get("sent")
                 if isinstance(sent, float) and float(record.get("step", -1)) in steps:
-                    latencies.append(now - sent)
+                    points.append((sent, now))
 
         panel.poller.sig_metrics_read.connect(on_metrics)
         operation = window.commands.execute("training.trainLocally")
-        while len(latencies) < count:
+        while len(points) < count:
             app.processEvents()
             time.sleep(0.002)
             if operation.error is not None:
                 raise RuntimeError(str(operation.error))
             if time.monotonic() > deadline:
-                raise TimeoutError(f"only {len(latencies)} of {count} points reached the curve")
+                raise TimeoutError(f"only {len(points)} of {count} points reached the curve")
         info = operation.result
         session_of(window).service().wait(info.id, timeout=30)
         window.close()
         window.tasks.wait(10_000)
         window.deleteLater()
         app.processEvents()
-        return latencies
+        return points
 
 
 def summary(latencies: list[float]) -> dict:
