@@ -305,8 +305,8 @@ class TriggerWatcher:
         try:
             if not any(step.tool == "dataset" for step in read_declaration(self.project_dir).steps):
                 return ""
-            done = self.service.store.versions()
-            newest = self.service.store.read(done[-1]) if done else None
+            iterations = self.service.store.versions()
+            newest = self.service.store.read(iterations[-1]) if iterations else None
             datasets = self.service.versions.datasets
             latest = datasets.latest()
             if newest is None or newest.state != DONE or latest is None:
