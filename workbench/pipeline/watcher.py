@@ -52,6 +52,7 @@ WATCHER_LOG = "watcher.log"
 _NAP_S = 0.2
 _TICK_S = 1.0
 _IDENTIFY_S = 5.0
+_ON_OPEN_TAIL_BYTES = 8192
 
 
 class WatcherRunning(PipelineError):
@@ -97,11 +98,16 @@ def _failure_on_open(project_dir: Path, state: dict) -> str:
     detached, so its log is the only place that says it."""
     path = project_dir / ON_OPEN_LOG
     try:
-        written = path.stat().st_mtime
-        lines = [line.strip() for line in path.read_text(encoding="utf-8", errors="replace").splitlines()
-                 if line.strip()]
+        with open(path, "rb") as log:
+            info = os.fstat(log.fileno())
+            written = info.st_mtime
+            # Every opening of the project appends to it, and the panel asks at each refresh:
+            # only its end is read.
+            log.seek(max(0, info.st_size - _ON_OPEN_TAIL_BYTES))
+            tail = log.read().decode("utf-8", errors="replace")
     except OSError:
         return ""
+    lines = [line.strip() for line in tail.splitlines() if line.strip()]
     last_ran = max((moment for moment in (state.get("since"), state.get("ended_at"))
                     if isinstance(moment, (int, float))), default=0)
     if not lines or written < last_ran:
