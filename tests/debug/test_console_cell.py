@@ -118,11 +118,17 @@ def test_stop_lets_go_of_the_kernel_and_interrupts_the_cell(window):
     cells = window.project.root / "cells.py"
     window.open_file(cells)
     controller.toggle_breakpoint(str(cells.resolve()), LINE_SPIN)
-    stops, ends = [], _ended(controller, [])
+    stops, ends, messages = [], _ended(controller, []), []
     controller.sig_stopped.connect(stops.append)
+    controller.sig_message.connect(messages.append)
 
     window.commands.execute("debug.debugCell", line=LINE_SPIN)
-    wait_for(lambda: stops, what="the stop in the endless loop")
+    try:
+        wait_for(lambda: stops or ends, what="the stop in the endless loop")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the debugger is {controller.session_state}, the console "
+                             f"{console.state}, and the dock said {messages}") from None
+    assert stops, f"no stop: the session ended ({ends[0].message}); the dock said {messages}"
     controller.remove_breakpoint(str(cells.resolve()), LINE_SPIN)
     window.commands.execute("debug.stop")
     wait_for(lambda: ends, what="the session to end")

@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -229,6 +230,63 @@ def test_attaching_to_a_program_listening_on_a_port_stops_at_its_breakpoints(sam
         session.close()
         if program.poll() is None:
             program.kill()
+
+
+TICKING = """import sys, time
+import debugpy
+debugpy.listen(("127.0.0.1", int(sys.argv[1])))
+print("listening", flush=True)
+def tick(count):
+    return count + 1
+count = 0
+while True:
+    count = tick(count)
+    time.sleep(0.02)
+"""
+LINE_TICK_BODY = 6
+
+
+def test_an_attach_refused_while_the_last_debugger_holds_the_program_is_tried_again(tmp_path, monkeypatch):
+    # A console's kernel is attached to again as soon as the last cell's session let go; the
+    # program's adapter may still hold it then.
+    import workbench.debug.session as session_module
+
+    script = tmp_path / "ticking.py"
+    script.write_text(TICKING, encoding="utf-8")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    program = subprocess.Popen([sys.executable, str(script), str(port)], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True)
+    sessions = []
+    try:
+        assert program.stdout.readline().strip() == "listening"
+
+        def attached(breakpoints=()):
+            session = DebugSession(AttachConfig(lambda: connect("127.0.0.1", port), name="ticking",
+                                                keeps_program=True), breakpoints)
+            sessions.append(session)
+            return session
+
+        first = attached()
+        first.start(timeout=30)
+        monkeypatch.setattr(session_module, "ATTACH_RETRY_S", 1.0)
+        refused = attached()
+        with pytest.raises(DebugError, match="another debugger still holds it .*already being debugged"):
+            refused.start(timeout=30)
+
+        monkeypatch.setattr(session_module, "ATTACH_RETRY_S", 20.0)
+        second = attached([Breakpoint(str(script), LINE_TICK_BODY)])
+        threading.Timer(1.5, first.detach, ("let go",)).start()
+        second.start(timeout=30)
+        stop = second.next_stop(30)
+        assert (stop.top.name, stop.top.line) == ("tick", LINE_TICK_BODY)
+        assert first.end.message == "let go" and program.poll() is None
+    finally:
+        for session in sessions:
+            session.close()
+        program.kill()
+        program.wait(10)
 
 
 def test_attaching_where_nothing_listens_says_how_to_start_the_program():

@@ -47,6 +47,8 @@ from workbench.debug.model import (
 )
 
 START_TIMEOUT_S = 60.0
+ATTACH_RETRY_S = 15.0  # how long an attach refused as "already being debugged" is tried again
+ATTACH_RETRY_PAUSE_S = 0.2
 REQUEST_TIMEOUT_S = 30.0
 STACK_LEVELS = 200
 OUTPUT_TAIL_LINES = 20
@@ -131,18 +133,7 @@ class DebugSession:
         self._set_state(STARTING)
         deadline = time.monotonic() + timeout
         try:
-            if self.is_launch:
-                self.adapter = (self.spares.take(self.adapter_python) if self.spares is not None
-                                else _new_adapter(self.adapter_python))
-                stream = self.adapter.stream
-            else:
-                stream = self.config.connect()
-            self.client = DapClient(stream, name="debugger")
-            self._register_handlers(self.client)
-            self.client.start()
-            self.capabilities = self.client.request("initialize", INITIALIZE_ARGUMENTS, self._left(deadline))
-            started = self.client.send_request("launch" if self.is_launch else "attach", self.config.dap_arguments())
-            self._wait_initialized(started, deadline)
+            started = self._connect(deadline)
             with self._lock:
                 self._configured = True
                 files = {path: list(entries) for path, entries in self._breakpoints.items()}
@@ -160,6 +151,34 @@ class DebugSession:
             if self.state == STARTING:
                 self._set_state(RUNNING)
 
+    def _connect(self, deadline: float) -> Future:
+        """Connect, initialize and send launch or attach; the latter's answer to come. An
+        attach that finds the program still held by the last session is tried again: a
+        console's kernel lets go of a debugger only once its adapter has heard the program
+        answer the last disconnect, which a busy machine can make longer than that session
+        waited for."""
+        refused_until = min(deadline, time.monotonic() + ATTACH_RETRY_S)
+        while True:
+            if self.is_launch:
+                self.adapter = (self.spares.take(self.adapter_python) if self.spares is not None
+                                else _new_adapter(self.adapter_python))
+                stream = self.adapter.stream
+            else:
+                stream = self.config.connect()
+            self.client = DapClient(stream, name="debugger")
+            self._register_handlers(self.client)
+            self.client.start()
+            self.capabilities = self.client.request("initialize", INITIALIZE_ARGUMENTS, self._left(deadline))
+            started = self.client.send_request("launch" if self.is_launch else "attach", self.config.dap_arguments())
+            try:
+                self._wait_initialized(started, deadline)
+                return started
+            except DebugError as exc:
+                if self.is_launch or "already being debugged" not in str(exc) or time.monotonic() > refused_until:
+                    raise
+            self.client.close()
+            time.sleep(ATTACH_RETRY_PAUSE_S)
+
     def _wait_initialized(self, started: Future, deadline: float) -> None:
         while not self._initialized.wait(0.02):
             if started.done() and started.exception() is not None:
@@ -176,6 +195,9 @@ class DebugSession:
         if self.adapter is not None and self.client is not None and self.client.closed:
             self.adapter.process.poll() is None and _wait(self.adapter.process, 1.0)
             what = f"the debugger (debugpy's adapter) {self.adapter.describe_exit()}"
+        if "already being debugged" in what:
+            return (f"Could not start debugging {self.name}: another debugger still holds it ({what}). "
+                    "Stop or disconnect that one, then start again.")
         return f"Could not start debugging {self.name}: {what}."
 
     @staticmethod
