@@ -47,7 +47,8 @@ from workbench.debug.model import (
 )
 
 START_TIMEOUT_S = 60.0
-ATTACH_RETRY_S = 15.0  # how long an attach refused as "already being debugged" is tried again
+HELD_BY_ANOTHER = "already being debugged"  # debugpy's words when another client holds the program
+ATTACH_RETRY_S = 15.0  # how long an attach refused that way is tried again
 ATTACH_RETRY_PAUSE_S = 0.2
 REQUEST_TIMEOUT_S = 30.0
 STACK_LEVELS = 200
@@ -174,9 +175,10 @@ class DebugSession:
                 self._wait_initialized(started, deadline)
                 return started
             except DebugError as exc:
-                if self.is_launch or "already being debugged" not in str(exc) or time.monotonic() > refused_until:
+                if self.is_launch or HELD_BY_ANOTHER not in str(exc) or time.monotonic() > refused_until:
                     raise
             self.client.close()
+            self._initialized.clear()  # the next connection's own "initialized" is the one to wait for
             time.sleep(ATTACH_RETRY_PAUSE_S)
 
     def _wait_initialized(self, started: Future, deadline: float) -> None:
@@ -195,7 +197,7 @@ class DebugSession:
         if self.adapter is not None and self.client is not None and self.client.closed:
             self.adapter.process.poll() is None and _wait(self.adapter.process, 1.0)
             what = f"the debugger (debugpy's adapter) {self.adapter.describe_exit()}"
-        if "already being debugged" in what:
+        if HELD_BY_ANOTHER in what:
             return (f"Could not start debugging {self.name}: another debugger still holds it ({what}). "
                     "Stop or disconnect that one, then start again.")
         return f"Could not start debugging {self.name}: {what}."
