@@ -454,6 +454,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     except (AgentError, OSError) as exc:
         print(f"workbench-device-agent: {exc}", file=sys.stderr)
         return 1
+
+    # Before the announcement: whoever started the agent may stop it as soon as it reads that
+    # the agent listens, and a stop must be the clean one.
+    def stop(signum: int, frame: object) -> None:
+        agent.stop()
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, stop)
     code = agent.pairing.code
     if args.json:
         say(json.dumps({
@@ -471,13 +481,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         for host, port in agent.inference.addresses:
             say(f"Inference endpoint on {host}:{port}")
 
-    def stop(signum: int, frame: object) -> None:
-        agent.stop()
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    if hasattr(signal, "SIGHUP"):
-        signal.signal(signal.SIGHUP, stop)
     try:
         agent.serve_forever()
     finally:
